@@ -1,0 +1,25 @@
+# Sourced by scripts/test, scripts/demo and bench/run: installs the Debian
+# packages memgate needs, and only those that are missing.
+memgate_install_deps() {
+  local pkgs=(cmake ninja-build g++ make pkg-config libsqlite3-dev libcli11-dev nlohmann-json3-dev
+              libfmt-dev googletest libgtest-dev util-linux procps python3 chromium parallel)
+  local missing=()
+  for p in "${pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "memgate: installing ${missing[*]}" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "memgate: error: missing packages (${missing[*]}) and not root to install them" >&2
+      return 1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+memgate_build() {
+  local root=$1 build=$2
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMGATE_WERROR=ON >/dev/null &&
+    cmake --build "$build"
+}

@@ -1,0 +1,54 @@
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "util/log.hpp"
+#include "wrap/wrapper.hpp"
+
+namespace memgate {
+
+int cli_main(int argc, char** argv) {
+  // The wrapper paths come first and skip CLI11 entirely: hundreds of
+  // wrappers may be starting at once and each must stay small and quick.
+  if (argc > 0) {
+    if (auto tool = shim_tool_name(argv[0])) return shim_main(*tool, argc, argv);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "wrap") == 0) return wrap_main(argc - 2, argv + 2);
+
+  CLI::App app{"memgate: run any parallel build at the highest parallelism its memory allows"};
+  app.set_version_flag("--version", std::string("memgate ") + MEMGATE_VERSION);
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::help);
+  int status = 0;
+  add_run_command(app, &status);
+  app.add_subcommand("wrap", "run one compiler command through the governor (launcher form)")
+      ->allow_extras();  // handled above; listed here for --help
+  add_doctor_command(app, &status);
+  add_history_command(app, &status);
+  add_plan_command(app, &status);
+  add_report_command(app, &status);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    log::error("{}", e.what());
+    log::info("run 'memgate --help' for usage");
+    return 2;
+  } catch (const std::exception& e) {
+    // The one place errors surface as text.
+    log::error("{}", e.what());
+    return status != 0 ? status : 1;
+  }
+  return status;
+}
+
+}  // namespace memgate

@@ -1,0 +1,20 @@
+// The command line. Each subcommand lives in its own cmd_<name>.cpp and
+// registers itself on the CLI11 app; cli.cpp only dispatches.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace memgate {
+
+int cli_main(int argc, char** argv);
+
+// Each returns the callback's exit status through `*status` once run.
+void add_run_command(CLI::App& app, int* status);
+void add_doctor_command(CLI::App& app, int* status);
+void add_history_command(CLI::App& app, int* status);
+void add_plan_command(CLI::App& app, int* status);
+void add_report_command(CLI::App& app, int* status);
+
+}  // namespace memgate

@@ -1,0 +1,16 @@
+#include <CLI/CLI.hpp>
+
+#include "cli/cli.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+void add_history_command(CLI::App& app, int* status) {
+  auto* cmd = app.add_subcommand("history", "not implemented yet");
+  cmd->callback([status] {
+    log::error("'history' is not implemented yet");
+    *status = 1;
+  });
+}
+
+}  // namespace memgate

@@ -1,0 +1,63 @@
+#include "util/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace memgate {
+
+std::optional<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Status write_file(const std::string& path, std::string_view content, bool create) {
+  int flags = O_WRONLY | O_CLOEXEC | (create ? (O_CREAT | O_TRUNC) : 0);
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  ssize_t n;
+  do {
+    n = ::write(fd, content.data(), content.size());
+  } while (n < 0 && errno == EINTR);
+  int saved = errno;
+  ::close(fd);
+  if (n < 0) return Error{fmt::format("cannot write {}: {}", path, std::strerror(saved))};
+  if (static_cast<size_t>(n) != content.size()) return Error{fmt::format("short write to {}", path)};
+  return ok_status();
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string join_path(std::string_view a, std::string_view b) {
+  std::string out(a);
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  if (b.empty()) return out;
+  if (out.empty() || out.back() != '/') out += '/';
+  out += b;
+  return out;
+}
+
+}  // namespace memgate

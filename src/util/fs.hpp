@@ -1,0 +1,25 @@
+// Small filesystem helpers that return values instead of throwing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/result.hpp"
+
+namespace memgate {
+
+// The whole file, or nullopt if it cannot be opened or read (vanished
+// cgroups and processes are normal, not errors).
+std::optional<std::string> read_file(const std::string& path);
+
+// Writes `content` in one write(2) (cgroup files need that), without
+// O_CREAT unless `create` is set. The error names the path and errno.
+Status write_file(const std::string& path, std::string_view content, bool create = false);
+
+bool path_exists(const std::string& path);
+
+// Join with a single '/'.
+std::string join_path(std::string_view a, std::string_view b);
+
+}  // namespace memgate

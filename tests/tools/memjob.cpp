@@ -1,0 +1,2 @@
+// Placeholder: replaced by the real memjob.
+int main() { return 0; }

@@ -1,0 +1,34 @@
+#include "util/size.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace memgate;
+
+TEST(ParseSize, AcceptsBinaryUnits) {
+  EXPECT_EQ(*parse_size("2560M"), 2560 * MiB);
+  EXPECT_EQ(*parse_size("8G"), 8 * GiB);
+  EXPECT_EQ(*parse_size("512k"), 512 * KiB);
+  EXPECT_EQ(*parse_size("1T"), TiB);
+  EXPECT_EQ(*parse_size("4096"), 4096);
+  EXPECT_EQ(*parse_size("1.5G"), 3 * GiB / 2);
+  EXPECT_EQ(*parse_size("2GiB"), 2 * GiB);
+}
+
+TEST(ParseSize, PercentNeedsABase) {
+  EXPECT_FALSE(parse_size("80%").ok());
+  EXPECT_EQ(*parse_size("50%", 4 * GiB), 2 * GiB);
+  EXPECT_FALSE(parse_size("150%", 4 * GiB).ok());
+}
+
+TEST(ParseSize, RejectsGarbage) {
+  for (const char* bad : {"", "G", "-1G", "12Q", "abc", "1e400", " +3M"}) {
+    auto r = parse_size(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
+TEST(FormatBytes, IsShortAndBinary) {
+  EXPECT_EQ(format_bytes(512 * MiB), "512 MiB");
+  EXPECT_EQ(format_bytes(5 * GiB / 2), "2.50 GiB");
+  EXPECT_EQ(format_bytes(12), "12 B");
+}
