@@ -103,3 +103,18 @@ struct BuildRecord {
 };
 
 }  // namespace memgate
+
+// Counter names used in BuildRecord::counters (every decision leaves one):
+//   jobs             jobs finished (all outcomes)
+//   failed           jobs whose final status was non-zero
+//   admitted         admissions (attempts started)
+//   waited_for_memory  jobs that could not start at once for lack of memory
+//   frozen, thawed   freeze / thaw actions
+//   requeued         jobs killed by memgate under pressure and queued again
+//   oom_killed       attempts killed by the kernel OOM killer (then rerun)
+//   retried          reruns of any kind
+//   ran_alone        jobs bigger than the budget, run with nothing else
+//   wait_memory_ms   summed time jobs spent waiting for memory
+//   memory_bound_ms  build time during which some job waited for memory only
+//   cpu_bound_ms     build time during which jobs waited for CPU slots only
+//   frozen_ms        summed time jobs spent frozen

@@ -1,0 +1,63 @@
+// The build history: a SQLite file that remembers every build and every
+// job, so the next build of the same tree is scheduled from knowledge.
+// Safe for concurrent builds (WAL, busy timeout). A corrupt file is moved
+// aside with a warning and recreated; history never fails a build.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+#include "util/result.hpp"
+
+namespace memgate {
+
+// One line of `memgate history`.
+struct BuildSummary {
+  std::int64_t id = 0;
+  std::string cwd;
+  std::string command;
+  double start_unix = 0;
+  double wall_s = 0;
+  int exit_status = 0;
+  Bytes peak_bytes = 0;
+  Bytes budget = 0;
+  int job_count = 0;
+  double wait_s = 0;  // total time jobs waited for memory
+};
+
+class History {
+ public:
+  // The path used when neither --history nor MEMGATE_HISTORY is given:
+  // $XDG_CACHE_HOME/memgate/history.db, else ~/.cache/memgate/history.db.
+  static std::string default_path();
+  // --history if given, else MEMGATE_HISTORY, else default_path().
+  static std::string resolve_path(const std::string& flag_value);
+
+  // Opens or creates the database (and its directory), migrating the
+  // schema. A corrupt file is renamed to PATH.corrupt-<time> with a
+  // warning and a fresh one is created. Errors only when no usable
+  // database can be had at all (the caller then runs without history).
+  static Result<std::unique_ptr<History>> open(const std::string& path);
+
+  virtual ~History() = default;
+
+  // Stores a finished build and all its jobs in one transaction; returns its id.
+  virtual Result<std::int64_t> save_build(const BuildRecord& build) = 0;
+
+  // Newest first.
+  virtual std::vector<BuildSummary> list_builds(int limit) = 0;
+  // The whole build with its jobs, events and memory series.
+  virtual std::optional<BuildRecord> load_build(std::int64_t id) = 0;
+  // The newest build, optionally only those with this cwd and command.
+  virtual std::optional<std::int64_t> last_build_id(const std::optional<std::string>& cwd,
+                                                    const std::optional<std::string>& command) = 0;
+  // Jobs of recent builds, oldest first, for seeding the predictor. Only
+  // the fields the predictor needs are guaranteed to be filled.
+  virtual std::vector<JobRecord> jobs_for_prediction(int max_builds) = 0;
+};
+
+}  // namespace memgate

@@ -1,0 +1,75 @@
+# Shared helpers for the end-to-end suites (sourced, not run).
+#
+# Every memory scenario runs inside a cgroup this file creates below the
+# test's own memory cgroup (read from /proc/self/cgroup), with a hard limit,
+# so no test can push the machine into OOM. Everything created here is
+# removed on exit, and only processes started here are ever killed.
+set -euo pipefail
+
+: "${MEMGATE:?MEMGATE must point at the memgate binary}"
+: "${MEMJOB:?MEMJOB must point at the memjob binary}"
+
+E2E_NAME=$(basename "$0" .sh)
+E2E_TMP=$(mktemp -d "/tmp/memgate-e2e-$E2E_NAME.XXXXXX")
+E2E_CGROUPS=()
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "# $*" >&2; }
+
+# The v1 memory hierarchy's mount point and this process's place in it.
+cg_v1_root() { echo /sys/fs/cgroup/memory; }
+cg_self() {
+  local line
+  line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup || true)
+  [ -n "$line" ] || return 1
+  echo "$(cg_v1_root)${line##*:}"
+}
+
+have_cgroup_v1_memory() { [ -w "$(cg_self 2>/dev/null || echo /nonexistent)" ]; }
+require_cgroups() {
+  have_cgroup_v1_memory || { echo "SKIP: no writable cgroup v1 memory controller"; exit 77; }
+}
+
+# cg_make NAME LIMIT -> prints the new cgroup's directory. LIMIT like 3G.
+cg_make() {
+  local dir
+  dir="$(cg_self)/memgate-test-$E2E_NAME-$$-$1"
+  mkdir "$dir"
+  echo "$2" >"$dir/memory.limit_in_bytes"
+  E2E_CGROUPS+=("$dir")
+  echo "$dir"
+}
+
+# cg_run DIR CMD...: runs CMD inside cgroup DIR (in the foreground).
+cg_run() {
+  local dir=$1
+  shift
+  bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' cg_run "$dir" "$@"
+}
+
+cg_oom_kills() { awk '$1=="oom_kill"{print $2}' "$1/memory.oom_control"; }
+
+# Kills whatever is left in the cgroup (and its children), then removes them.
+cg_destroy() {
+  local dir=$1 sub pid tries
+  [ -d "$dir" ] || return 0
+  for sub in $(find "$dir" -mindepth 1 -type d | sort -r); do cg_destroy "$sub"; done
+  for tries in $(seq 50); do
+    local pids
+    pids=$(cat "$dir/cgroup.procs" 2>/dev/null || true)
+    [ -z "$pids" ] && break
+    for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
+    sleep 0.1
+  done
+  rmdir "$dir" 2>/dev/null || true
+}
+
+e2e_cleanup() {
+  local i
+  for ((i = ${#E2E_CGROUPS[@]} - 1; i >= 0; i--)); do cg_destroy "${E2E_CGROUPS[$i]}"; done
+  rm -rf "$E2E_TMP"
+}
+trap e2e_cleanup EXIT
+
+# assert_eq EXPECTED ACTUAL MESSAGE
+assert_eq() { [ "$1" == "$2" ] || fail "$3: expected '$1', got '$2'"; }
