@@ -1,0 +1,395 @@
+#include "governor/governor.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/size.hpp"
+
+namespace memgate {
+
+namespace {
+
+Bytes scale(Bytes b, double f) { return static_cast<Bytes>(std::llround(static_cast<double>(b) * f)); }
+
+// A job whose attempt was killed used at least what we saw, and probably
+// more (it was still growing): the next attempt must reserve more.
+constexpr double kRequeueGrowth = 1.25;
+// A job that outgrew its prediction may still be growing.
+constexpr double kOvershootGrowth = 1.2;
+// Margin on what a job past its peak still holds.
+constexpr double kAfterPeakMargin = 1.1;
+
+}  // namespace
+
+int GovJob::weight(int slots) const { return std::clamp(key.cpu_weight, 1, std::max(1, slots)); }
+
+Governor::Governor(GovernorConfig config, PredictFn predict) : cfg_(config), predict_(std::move(predict)) {
+  cfg_.slots = std::max(1, cfg_.slots);
+  cfg_.hard_limit = std::max(cfg_.hard_limit, cfg_.budget);
+}
+
+JobId Governor::submit(const JobKey& key, double now) {
+  GovJob j;
+  j.id = next_id_++;
+  j.key = key;
+  j.pred = predict_(key);
+  j.first_pred = j.pred;
+  j.submit_t = now;
+  j.queued_t = now;
+  JobId id = j.id;
+  jobs_.emplace(id, std::move(j));
+  count("submitted");
+  return id;
+}
+
+Bytes Governor::effective_limit(const MemoryView& view) const {
+  return std::max<Bytes>(0, std::min(cfg_.budget, cfg_.hard_limit - view.outside));
+}
+
+Bytes Governor::reservation(const GovJob& j, double now) const {
+  if (j.state == JobState::killing) return j.current;
+  Bytes pred = std::max(j.pred.peak, j.peak_floor);
+  if (j.attempt_peak > pred) return std::max(j.current, scale(j.attempt_peak, kOvershootGrowth));
+  // Past the peak for good: the job keeps only what it still uses. All
+  // three must hold, so a job slowed by contention (its peak comes late)
+  // or one with several peaks (multi-arch nvcc) keeps its reservation.
+  const Prediction& p = j.pred;
+  double elapsed = now - j.start_t;
+  bool past_time = p.wall_s > 0 && p.peak_over_frac < 1.0 && elapsed >= p.peak_over_frac * p.wall_s;
+  bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
+  bool falling = j.current < scale(j.attempt_peak, 0.9);
+  if (past_time && saw_peak && falling) {
+    Bytes keep = scale(std::max(j.current, p.after_peak), kAfterPeakMargin);
+    return std::min(pred, std::max(keep, j.current));
+  }
+  return std::max(pred, j.current);
+}
+
+Bytes Governor::overhead(const MemoryView& view) const {
+  Bytes jobs = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing) jobs += j.current;
+  return std::max<Bytes>(0, view.build_used - jobs);
+}
+
+Bytes Governor::headroom(const MemoryView& view) const {
+  Bytes reserved = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing)
+      reserved += reservation(j, last_t_);
+  return effective_limit(view) - overhead(view) - reserved;
+}
+
+int Governor::busy_slots() const {
+  int busy = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::running || j.state == JobState::killing) busy += j.weight(cfg_.slots);
+  return busy;
+}
+
+int Governor::unfrozen_running() const {
+  int n = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::running) ++n;
+  return n;
+}
+
+std::vector<GovJob*> Governor::by_state(JobState s) {
+  std::vector<GovJob*> out;
+  for (auto& [id, j] : jobs_)
+    if (j.state == s) out.push_back(&j);
+  return out;
+}
+
+GovernorCounts Governor::counts() const {
+  GovernorCounts c;
+  for (const auto& [id, j] : jobs_) {
+    switch (j.state) {
+      case JobState::waiting:
+        ++c.waiting;
+        if (j.blocked_by_memory) ++c.waiting_memory;
+        else if (j.blocked_by_cpu) ++c.waiting_cpu;
+        break;
+      case JobState::running:
+      case JobState::killing: ++c.running; break;
+      case JobState::frozen: ++c.frozen; break;
+      case JobState::done: ++c.done; break;
+    }
+  }
+  return c;
+}
+
+void Governor::event(double now, const std::string& kind, JobId job, std::string reason) {
+  events_.push_back(GovEvent{now, kind, job, std::move(reason)});
+}
+
+// Time-weighted counters: what held the build back since the last step.
+void Governor::account_time(double now) {
+  if (last_t_ >= 0 && now > last_t_) {
+    double dt_ms = (now - last_t_) * 1000.0;
+    if (any_memory_blocked_) count("memory_bound_ms", std::llround(dt_ms));
+    else if (any_cpu_blocked_) count("cpu_bound_ms", std::llround(dt_ms));
+    std::int64_t mem_waiters = 0, frozen = 0;
+    for (const auto& [id, j] : jobs_) {
+      if (j.state == JobState::waiting && j.blocked_by_memory) ++mem_waiters;
+      if (j.state == JobState::frozen) ++frozen;
+    }
+    count("wait_memory_ms", std::llround(dt_ms * static_cast<double>(mem_waiters)));
+    count("frozen_ms", std::llround(dt_ms * static_cast<double>(frozen)));
+  }
+  last_t_ = std::max(last_t_, now);
+}
+
+Decisions Governor::step(const MemoryView& view, double now) {
+  account_time(now);
+  Decisions out;
+  relieve_pressure(view, now, out);
+  admit_jobs(view, now, out);
+  return out;
+}
+
+void Governor::start(GovJob& j, double now, Decisions& out) {
+  j.state = JobState::running;
+  j.start_t = now;
+  if (j.first_start_t < 0) {
+    j.first_start_t = now;
+    j.first_pred = j.pred;
+  }
+  j.wait_s += now - j.queued_t;
+  j.attempts += 1;
+  j.attempt_peak = 0;
+  j.current = 0;
+  j.blocked_by_memory = j.blocked_by_cpu = false;
+  j.blocked_since = -1;
+  count("admitted");
+  out.admit.push_back(j.id);
+}
+
+// Admission: longest predicted first among the jobs that fit, jobs that
+// lost work to a kill before everything else. Nothing is admitted while
+// the build is under pressure (frozen or dying jobs, or thrashing).
+void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
+  std::vector<GovJob*> queue = by_state(JobState::waiting);
+  any_memory_blocked_ = any_cpu_blocked_ = false;
+  if (queue.empty()) return;
+  std::sort(queue.begin(), queue.end(), [](const GovJob* a, const GovJob* b) {
+    if (a->requeues != b->requeues) return a->requeues > b->requeues;
+    if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
+    return a->id < b->id;
+  });
+
+  bool pressure = thrashing_ || !by_state(JobState::frozen).empty() || !by_state(JobState::killing).empty() ||
+                  view.build_used >= scale(effective_limit(view), cfg_.freeze_frac);
+  Bytes left = headroom(view);
+  int free_slots = cfg_.slots - busy_slots();
+  Bytes starve_reserve = 0;
+  for (GovJob* j : queue) {
+    Bytes need = std::max(j->pred.peak, j->peak_floor);
+    bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
+    bool fits_mem = !pressure && need <= left - starve_reserve;
+    j->blocked_by_cpu = !fits_cpu;
+    j->blocked_by_memory = fits_cpu && !fits_mem;
+    if (fits_cpu && fits_mem) {
+      start(*j, now, out);
+      left -= need;
+      free_slots -= j->weight(cfg_.slots);
+      continue;
+    }
+    if (fits_mem) continue;
+    if (j->blocked_since < 0) j->blocked_since = now;
+    if (fits_cpu && !j->waited_for_memory) {
+      j->waited_for_memory = true;
+      count("waited_for_memory");
+    }
+    if (starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
+  }
+
+  bool idle = unfrozen_running() == 0 && by_state(JobState::frozen).empty() && by_state(JobState::killing).empty();
+  if (idle && out.admit.empty()) {
+    GovJob* j = queue.front();
+    Bytes need = std::max(j->pred.peak, j->peak_floor);
+    if (need > effective_limit(view)) {
+      count("ran_alone");
+      event(now, "alone", j->id,
+            fmt::format("predicted {} exceeds the budget of {}; running it alone", format_bytes(need),
+                        format_bytes(effective_limit(view))));
+    }
+    start(*j, now, out);
+  }
+  for (GovJob* j : queue) {
+    if (j->state != JobState::waiting) continue;
+    any_memory_blocked_ |= j->blocked_by_memory;
+    any_cpu_blocked_ |= j->blocked_by_cpu;
+  }
+}
+
+namespace {
+bool newer(const GovJob* a, const GovJob* b) {
+  return !b || a->start_t > b->start_t || (a->start_t == b->start_t && a->id > b->id);
+}
+}  // namespace
+
+GovJob* Governor::newest_to_freeze() {
+  GovJob* best = nullptr;
+  for (auto& [id, j] : jobs_)
+    if (j.state == JobState::running && newer(&j, best)) best = &j;
+  return best;
+}
+
+GovJob* Governor::newest_to_kill() {
+  GovJob* best = nullptr;
+  for (auto& [id, j] : jobs_) {
+    bool alive = j.state == JobState::running || j.state == JobState::frozen;
+    // A job out of reruns would fail for good: leave it to finish.
+    if (alive && j.attempts < cfg_.max_attempts && newer(&j, best)) best = &j;
+  }
+  return best;
+}
+
+// Escalation, one action per step and each with its cooldown, so the
+// controller never acts in storms on a single spike.
+void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& out) {
+  if (view.psi_full_avg10) {
+    if (*view.psi_full_avg10 >= cfg_.psi_full_freeze && !thrashing_) {
+      thrashing_ = true;
+      event(now, "pressure", -1, fmt::format("memory stalls at {:.1f}% (PSI full avg10)", *view.psi_full_avg10));
+    } else if (*view.psi_full_avg10 <= cfg_.psi_full_clear) {
+      thrashing_ = false;
+    }
+  } else {
+    thrashing_ = false;
+  }
+
+  Bytes limit = effective_limit(view);
+  Bytes used = view.build_used;
+  bool dying = !by_state(JobState::killing).empty();
+  int alive = unfrozen_running() + static_cast<int>(by_state(JobState::frozen).size());
+
+  if (used >= scale(limit, cfg_.kill_frac) && !dying && alive >= 2 && now - last_kill_t_ >= cfg_.kill_cooldown_s) {
+    if (GovJob* v = newest_to_kill()) {
+      v->state = JobState::killing;
+      last_kill_t_ = now;
+      event(now, "kill", v->id,
+            fmt::format("build uses {} of {}: killing the newest job to requeue it", format_bytes(used),
+                        format_bytes(limit)));
+      out.kill.push_back(v->id);
+      return;
+    }
+  }
+  bool over = used >= scale(limit, cfg_.freeze_frac);
+  double cooldown = over ? cfg_.freeze_cooldown_s : cfg_.psi_freeze_cooldown_s;
+  if ((over || thrashing_) && unfrozen_running() >= 2 && now - last_freeze_t_ >= cooldown) {
+    GovJob* v = newest_to_freeze();
+    v->state = JobState::frozen;
+    v->frozen_since = now;
+    last_freeze_t_ = now;
+    low_since_ = -1;
+    count("frozen");
+    event(now, "freeze", v->id,
+          thrashing_ ? std::string("memory is thrashing")
+                     : fmt::format("build uses {} of {}", format_bytes(used), format_bytes(limit)));
+    out.freeze.push_back(v->id);
+    return;
+  }
+  try_thaw(view, now, out);
+}
+
+bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
+  std::vector<GovJob*> frozen = by_state(JobState::frozen);
+  if (frozen.empty()) return false;
+  GovJob* oldest = *std::min_element(frozen.begin(), frozen.end(), [](const GovJob* a, const GovJob* b) {
+    return a->start_t < b->start_t || (a->start_t == b->start_t && a->id < b->id);
+  });
+  // Never leave the build with nothing able to move.
+  bool must = unfrozen_running() == 0 && by_state(JobState::killing).empty();
+  Bytes growth = std::max<Bytes>(0, reservation(*oldest, now) - oldest->current);
+  bool low = !thrashing_ && view.build_used + growth <= scale(effective_limit(view), cfg_.thaw_frac);
+  if (!low) low_since_ = -1;
+  else if (low_since_ < 0) low_since_ = now;
+  bool settled = low && now - low_since_ >= cfg_.thaw_hold_s && now - last_thaw_t_ >= cfg_.thaw_cooldown_s;
+  if (!must && !settled) return false;
+  oldest->state = JobState::running;
+  oldest->frozen_s += now - oldest->frozen_since;
+  oldest->frozen_since = -1;
+  last_thaw_t_ = now;
+  count("thawed");
+  event(now, "thaw", oldest->id, must ? "no other job is running" : "memory is back");
+  out.thaw.push_back(oldest->id);
+  return true;
+}
+
+void Governor::freeze_failed(JobId id) {
+  GovJob& j = jobs_.at(id);
+  if (j.state != JobState::frozen) return;
+  j.state = JobState::running;
+  j.frozen_since = -1;
+  count("freeze_failed");
+}
+
+void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  GovJob& j = it->second;
+  if (j.state == JobState::waiting || j.state == JobState::done) return;
+  Bytes pred = std::max(j.pred.peak, j.peak_floor);
+  bool was_over = j.attempt_peak > scale(pred, 1.1);
+  j.current = current;
+  j.attempt_peak = std::max({j.attempt_peak, peak, current});
+  j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
+  if (!was_over && j.attempt_peak > scale(pred, 1.1)) {
+    count("overshoot");
+    event(now, "overshoot", id,
+          fmt::format("uses {}, predicted {}", format_bytes(j.attempt_peak), format_bytes(pred)));
+  }
+}
+
+bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
+  GovJob& j = jobs_.at(id);
+  if (j.state == JobState::waiting || j.state == JobState::done) return false;
+  if (j.frozen_since >= 0) {
+    j.frozen_s += now - j.frozen_since;
+    j.frozen_since = -1;
+  }
+  const char* outcome = how == ExitKind::finished ? (exit_status == 0 ? "ok" : "failed")
+                        : how == ExitKind::killed_by_us ? "requeued"
+                        : how == ExitKind::oom_killed   ? "oom"
+                                                        : "lost";
+  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak});
+  j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
+  j.current = 0;
+
+  bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
+  if (how == ExitKind::killed_by_us) count("requeued");
+  if (how == ExitKind::oom_killed) {
+    count("oom_killed");
+    event(now, "oom_kill", id, fmt::format("killed by the kernel at {}", format_bytes(j.attempt_peak)));
+  }
+  if (memory_death && j.attempts < cfg_.max_attempts) {
+    // The true need is at least what it reached; an OOM kill means more.
+    Bytes seen = scale(j.attempt_peak, kRequeueGrowth);
+    if (how == ExitKind::oom_killed) seen = std::max(seen, scale(std::max(j.pred.peak, j.peak_floor), 1.5));
+    j.peak_floor = std::max(j.peak_floor, seen);
+    if (how == ExitKind::killed_by_us) j.requeues += 1;
+    j.state = JobState::waiting;
+    j.queued_t = now;
+    j.start_t = -1;
+    count("retried");
+    event(now, how == ExitKind::killed_by_us ? "requeue" : "retry", id,
+          fmt::format("attempt {} ended by memory; rerunning with {} reserved", j.attempts, format_bytes(j.peak_floor)));
+    return true;
+  }
+  if (memory_death) event(now, "gave_up", id, fmt::format("killed {} times by memory; giving up", j.attempts));
+  j.state = JobState::done;
+  count("jobs");
+  if (how != ExitKind::finished || exit_status != 0) count("failed");
+  return false;
+}
+
+void Governor::repredict_waiting() {
+  for (auto& [id, j] : jobs_)
+    if (j.state == JobState::waiting) j.pred = predict_(j.key);
+}
+
+}  // namespace memgate

@@ -1,0 +1,195 @@
+// The governor: which waiting job may start now, and what to do when real
+// memory runs short anyway. Pure logic over numbers and a clock; the
+// runner feeds it measurements and carries out its decisions. No I/O, no
+// processes: tests drive it with fakes.
+//
+// Memory model. The build has an effective limit E = min(budget,
+// capacity - reserve - memory outside the build). Every running job holds
+// a reservation: its predicted peak until it is past that peak for good,
+// then what it still uses. A waiting job is admitted when its predicted
+// peak fits in E minus the reservations minus the build's own overhead
+// (make, ninja, ungated processes), and its CPU weight fits the free slots.
+// If nothing runs, one job always starts (ninja's CanRunMore rule).
+//
+// Pressure. When measured use still crosses E (predictions are wrong),
+// the governor escalates with hysteresis and cooldowns, like oomd:
+//   1. stop admitting;
+//   2. freeze the newest running job (never the last unfrozen one), thaw
+//      the oldest frozen job once memory has stayed low for a while;
+//   3. kill the newest job and requeue it with its prediction raised to
+//      what it was seen to use.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+
+namespace memgate {
+
+using JobId = int;
+
+struct GovernorConfig {
+  Bytes budget = 0;       // what the build may use (capacity - reserve, or --memory)
+  Bytes hard_limit = 0;   // capacity - reserve: the confinement limit (>= budget)
+  int slots = 1;          // CPU slots (--jobs)
+  int max_attempts = 4;   // first run + 3 reruns, then the real failure is reported
+  // A job at the head of the queue that has waited this long for memory
+  // makes later jobs leave room for it, so big jobs are not starved by a
+  // stream of small ones.
+  double starvation_s = 30;
+  // Pressure thresholds, as fractions of the effective limit E.
+  double freeze_frac = 0.95;   // freeze above this
+  double kill_frac = 0.985;    // kill above this
+  double thaw_frac = 0.88;     // thaw when use plus the job's growth stays below this...
+  double thaw_hold_s = 1.0;    // ...for this long
+  double freeze_cooldown_s = 0.3;
+  double kill_cooldown_s = 1.0;
+  double thaw_cooldown_s = 0.5;
+  // Machine-wide memory stall (PSI "full" avg10, percent) at which the
+  // build is treated as thrashing: freeze, admit nothing.
+  double psi_full_freeze = 10.0;
+  double psi_full_clear = 2.0;
+  // PSI averages move slowly; while they stay high, freeze one job at a
+  // time with a longer pause so the build is not frozen down to one job
+  // by a single episode.
+  double psi_freeze_cooldown_s = 3.0;
+};
+
+// What the runner measured this tick, besides per-job samples.
+struct MemoryView {
+  Bytes build_used = 0;  // all memory of the build now (jobs, build tool, ungated processes)
+  Bytes outside = 0;     // memory used outside the build that counts against the capacity
+  std::optional<double> psi_full_avg10;
+};
+
+enum class JobState { waiting, running, frozen, killing, done };
+
+// How an attempt ended, as the runner saw it.
+enum class ExitKind {
+  finished,      // the program exited on its own (any status)
+  killed_by_us,  // memgate killed it under pressure
+  oom_killed,    // the kernel OOM killer (inside memgate's confinement)
+  lost,          // the wrapper vanished
+};
+
+struct GovJob {
+  JobId id = 0;
+  JobKey key;
+  Prediction pred;           // current prediction (re-predicted while waiting)
+  Prediction first_pred;     // what the first admission used (for reports)
+  Bytes peak_floor = 0;      // after a kill: the prediction may not go below this
+  JobState state = JobState::waiting;
+  double submit_t = 0;
+  double start_t = -1;       // current attempt (-1 while waiting)
+  double first_start_t = -1;
+  double queued_t = 0;       // when it last entered the queue
+  double blocked_since = -1; // when it became memory-blocked at the head of the queue
+  bool waited_for_memory = false;
+  bool blocked_by_memory = false;  // last step: fits CPU but not memory
+  bool blocked_by_cpu = false;     // last step: does not fit CPU
+  Bytes current = 0;         // now
+  Bytes attempt_peak = 0;    // this attempt
+  Bytes observed_peak = 0;   // max over attempts
+  int attempts = 0;          // started attempts
+  int requeues = 0;          // memgate kills
+  double wait_s = 0;
+  double frozen_s = 0;
+  double frozen_since = -1;
+  std::vector<Attempt> attempt_log;
+
+  int weight(int slots) const;
+};
+
+struct GovEvent {
+  double t = 0;
+  std::string kind;  // "freeze", "thaw", "kill", "requeue", "oom_kill", "retry", "alone", "overshoot", "pressure"
+  JobId job = -1;
+  std::string reason;
+};
+
+struct Decisions {
+  std::vector<JobId> admit;
+  std::vector<JobId> freeze;
+  std::vector<JobId> thaw;
+  std::vector<JobId> kill;
+  bool empty() const { return admit.empty() && freeze.empty() && thaw.empty() && kill.empty(); }
+};
+
+struct GovernorCounts {
+  int waiting = 0, waiting_memory = 0, waiting_cpu = 0, running = 0, frozen = 0, done = 0;
+};
+
+class Governor {
+ public:
+  using PredictFn = std::function<Prediction(const JobKey&)>;
+
+  Governor(GovernorConfig config, PredictFn predict);
+
+  // A wrapper asks to run a job. It waits until step() admits it.
+  JobId submit(const JobKey& key, double now);
+
+  // The periodic decision: admissions and pressure actions. Call it every
+  // tick and after anything changed (a submit, an exit).
+  Decisions step(const MemoryView& view, double now);
+
+  // The job's tree uses `current` now, and at most `peak` this attempt.
+  void sample(JobId id, Bytes current, Bytes peak, double now);
+
+  // An attempt ended. Returns true if the job goes back to the queue to be
+  // run again (its wrapper then waits for a new grant).
+  bool exited(JobId id, ExitKind how, int exit_status, double now);
+
+  // The runner could not carry out a freeze (no freezer): undo it.
+  void freeze_failed(JobId id);
+
+  // Predictions improved (a job of the build finished): re-predict the queue.
+  void repredict_waiting();
+
+  const GovJob& job(JobId id) const { return jobs_.at(id); }
+  const std::map<std::string, std::int64_t>& counters() const { return counters_; }
+  const std::vector<GovEvent>& events() const { return events_; }
+  GovernorCounts counts() const;
+  const GovernorConfig& config() const { return cfg_; }
+  // What admission believes is still free (for status and tests).
+  Bytes headroom(const MemoryView& view) const;
+  // The effective limit E for this view.
+  Bytes effective_limit(const MemoryView& view) const;
+  // The reservation a running job holds now.
+  Bytes reservation(const GovJob& j, double now) const;
+
+ private:
+  void account_time(double now);
+  void admit_jobs(const MemoryView& view, double now, Decisions& out);
+  void relieve_pressure(const MemoryView& view, double now, Decisions& out);
+  bool try_thaw(const MemoryView& view, double now, Decisions& out);
+  void start(GovJob& j, double now, Decisions& out);
+  void event(double now, const std::string& kind, JobId job, std::string reason);
+  void count(const std::string& name, std::int64_t by = 1) { counters_[name] += by; }
+  std::vector<GovJob*> by_state(JobState s);
+  // The newest job that may be frozen (running) or killed (running or
+  // frozen, with reruns left).
+  GovJob* newest_to_freeze();
+  GovJob* newest_to_kill();
+  int busy_slots() const;
+  int unfrozen_running() const;
+  Bytes overhead(const MemoryView& view) const;
+
+  GovernorConfig cfg_;
+  PredictFn predict_;
+  std::map<JobId, GovJob> jobs_;
+  JobId next_id_ = 1;
+  std::map<std::string, std::int64_t> counters_;
+  std::vector<GovEvent> events_;
+  double last_t_ = -1;
+  double last_freeze_t_ = -1e9, last_kill_t_ = -1e9, last_thaw_t_ = -1e9;
+  double low_since_ = -1;   // memory has been low enough to thaw since then
+  bool thrashing_ = false;  // PSI latch
+  bool any_memory_blocked_ = false, any_cpu_blocked_ = false;
+};
+
+}  // namespace memgate

@@ -1,0 +1,392 @@
+// The governor's policy, driven with fake predictions, fake memory
+// readings and a fake clock: no processes anywhere.
+#include "governor/governor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+using namespace memgate;
+
+namespace {
+
+struct Fixture {
+  std::map<std::string, Prediction> preds;
+  Prediction fallback;
+  GovernorConfig cfg;
+  std::unique_ptr<Governor> gov;
+
+  explicit Fixture(Bytes budget, int slots = 16) {
+    cfg.budget = budget;
+    cfg.hard_limit = budget;
+    cfg.slots = slots;
+    fallback.peak = 1 * GiB;
+  }
+  Governor& g() {
+    if (!gov)
+      gov = std::make_unique<Governor>(cfg, [this](const JobKey& k) {
+        auto it = preds.find(k.identity);
+        return it == preds.end() ? fallback : it->second;
+      });
+    return *gov;
+  }
+  JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
+    Prediction p;
+    p.peak = peak;
+    p.wall_s = wall;
+    preds[id] = p;
+    JobKey k;
+    k.identity = id;
+    k.cpu_weight = weight;
+    return g().submit(k, t);
+  }
+};
+
+MemoryView used(Bytes build_used, Bytes outside = 0) {
+  MemoryView v;
+  v.build_used = build_used;
+  v.outside = outside;
+  return v;
+}
+
+bool contains(const std::vector<JobId>& v, JobId id) { return std::find(v.begin(), v.end(), id) != v.end(); }
+
+}  // namespace
+
+TEST(Governor, OneJobAlwaysStartsWhenNothingRuns) {
+  Fixture f(1 * GiB);
+  JobId big = f.submit("big", 4 * GiB);
+  Decisions d = f.g().step(used(0), 0);
+  ASSERT_EQ(d.admit, std::vector<JobId>{big});
+  EXPECT_EQ(f.g().counters().at("ran_alone"), 1);
+  EXPECT_EQ(f.g().events().back().kind, "alone");
+}
+
+TEST(Governor, BigJobRunsAloneAfterTheJobsThatFit) {
+  Fixture f(2 * GiB);
+  JobId big = f.submit("big", 4 * GiB, 100);
+  JobId small = f.submit("small", 100 * MiB, 1);
+  Decisions d = f.g().step(used(0), 0);
+  ASSERT_EQ(d.admit, std::vector<JobId>{small});  // backfills; big cannot fit beside anything
+  EXPECT_TRUE(f.g().step(used(0), 1).admit.empty());
+  f.g().exited(small, ExitKind::finished, 0, 2);
+  d = f.g().step(used(0), 2);
+  EXPECT_EQ(d.admit, std::vector<JobId>{big});
+  EXPECT_EQ(f.g().counters().at("ran_alone"), 1);
+  JobId late = f.submit("late", 100 * MiB, 1, 1, 3);
+  EXPECT_FALSE(contains(f.g().step(used(0), 3).admit, late)) << "nothing runs beside a job bigger than the budget";
+}
+
+TEST(Governor, AdmitsOnlyWhatPredictedMemoryAllows) {
+  Fixture f(2560 * MiB);
+  JobId a = f.submit("a", 1 * GiB), b = f.submit("b", 1 * GiB), c = f.submit("c", 1 * GiB);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit, (std::vector<JobId>{a, b}));
+  EXPECT_TRUE(f.g().job(c).blocked_by_memory);
+  EXPECT_EQ(f.g().counts().waiting_memory, 1);
+  EXPECT_EQ(f.g().counters().at("waited_for_memory"), 1);
+  f.g().exited(a, ExitKind::finished, 0, 1);
+  d = f.g().step(used(0), 1);
+  EXPECT_EQ(d.admit, std::vector<JobId>{c});
+}
+
+TEST(Governor, AdmitsOnlyWhatCpuSlotsAllow) {
+  Fixture f(100 * GiB, 2);
+  JobId a = f.submit("a", 1 * GiB), b = f.submit("b", 1 * GiB), c = f.submit("c", 1 * GiB);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit, (std::vector<JobId>{a, b}));
+  EXPECT_TRUE(f.g().job(c).blocked_by_cpu);
+  EXPECT_FALSE(f.g().job(c).blocked_by_memory);
+}
+
+TEST(Governor, CpuWeightCountsSlotsAndIsCappedAtAllSlots) {
+  Fixture f(100 * GiB, 4);
+  JobId wide = f.submit("nvcc", 1 * GiB, 0, 3);
+  JobId narrow = f.submit("cc", 1 * GiB, 0, 1);
+  JobId wide2 = f.submit("nvcc2", 1 * GiB, 0, 2);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit, (std::vector<JobId>{wide, narrow}));
+  EXPECT_TRUE(f.g().job(wide2).blocked_by_cpu);
+  // A job wider than the machine still runs, taking every slot.
+  Fixture g(100 * GiB, 2);
+  JobId huge = g.submit("huge", 1 * GiB, 0, 8);
+  EXPECT_EQ(g.g().step(used(0), 0).admit, std::vector<JobId>{huge});
+}
+
+TEST(Governor, MemoryOutsideTheBuildCountsAgainstTheLimit) {
+  Fixture f(4 * GiB);
+  f.cfg.hard_limit = 4 * GiB;
+  f.submit("a", 1 * GiB);
+  f.submit("b", 1 * GiB);
+  f.submit("c", 1 * GiB);
+  Decisions d = f.g().step(used(0, 2 * GiB), 0);
+  EXPECT_EQ(d.admit.size(), 2u);
+}
+
+TEST(Governor, BuildOverheadCountsAgainstTheLimit) {
+  Fixture f(4 * GiB);
+  f.submit("a", 1 * GiB);
+  f.submit("b", 1 * GiB);
+  f.submit("c", 1 * GiB);
+  // 1.5 GiB used by the build tool and ungated processes.
+  Decisions d = f.g().step(used(3 * GiB / 2), 0);
+  EXPECT_EQ(d.admit.size(), 2u);
+}
+
+TEST(Governor, LongestPredictedJobsStartFirst) {
+  Fixture f(100 * GiB, 2);
+  JobId s = f.submit("short", 1 * GiB, 10);
+  JobId l = f.submit("long", 1 * GiB, 100);
+  JobId m = f.submit("mid", 1 * GiB, 50);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit, (std::vector<JobId>{l, m}));
+  EXPECT_TRUE(f.g().job(s).blocked_by_cpu);
+}
+
+TEST(Governor, SmallerJobsBackfillMemoryTheHeadCannotUse) {
+  Fixture f(3 * GiB);
+  JobId a = f.submit("a", 2 * GiB, 100);
+  JobId b = f.submit("b", 2 * GiB, 90);
+  JobId c = f.submit("c", 512 * MiB, 10);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit, (std::vector<JobId>{a, c}));
+  EXPECT_TRUE(f.g().job(b).blocked_by_memory);
+}
+
+TEST(Governor, AStarvingHeadJobStopsBackfill) {
+  Fixture f(3 * GiB);
+  f.cfg.starvation_s = 30;
+  JobId a = f.submit("a", 2 * GiB, 100);
+  JobId b = f.submit("b", 2 * GiB, 90);
+  f.g().step(used(0), 0);
+  // Small jobs keep arriving; before the deadline they backfill.
+  JobId s1 = f.submit("s1", 512 * MiB, 1, 1, 1);
+  EXPECT_TRUE(contains(f.g().step(used(0), 1).admit, s1));
+  f.g().exited(s1, ExitKind::finished, 0, 31);
+  JobId s2 = f.submit("s2", 512 * MiB, 1, 1, 31);
+  Decisions d = f.g().step(used(0), 31);
+  EXPECT_FALSE(contains(d.admit, s2)) << "b has waited 31 s; s2 must leave room for it";
+  f.g().exited(a, ExitKind::finished, 0, 32);
+  d = f.g().step(used(0), 32);
+  EXPECT_TRUE(contains(d.admit, b));
+}
+
+TEST(Governor, AJobPastItsPeakReleasesItsReservation) {
+  Fixture f(2 * GiB);
+  Prediction p;
+  p.peak = 1536 * MiB;
+  p.wall_s = 100;
+  p.peak_over_frac = 0.3;
+  p.after_peak = 256 * MiB;
+  f.preds["nvcc"] = p;
+  JobKey k;
+  k.identity = "nvcc";
+  JobId a = f.g().submit(k, 0);
+  JobId b = f.submit("b", 1 * GiB);
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 1500 * MiB, 1500 * MiB, 20);
+  EXPECT_TRUE(f.g().step(used(1500 * MiB), 20).admit.empty());
+  f.g().sample(a, 300 * MiB, 1500 * MiB, 40);
+  Decisions d = f.g().step(used(300 * MiB), 40);
+  EXPECT_EQ(d.admit, std::vector<JobId>{b});
+}
+
+TEST(Governor, AJobWithALatePeakKeepsItsReservation) {
+  Fixture f(2 * GiB);
+  Prediction p;
+  p.peak = 1536 * MiB;
+  p.wall_s = 100;
+  p.peak_over_frac = 0.9;  // several archs one after another
+  p.after_peak = 256 * MiB;
+  f.preds["nvcc"] = p;
+  JobKey k;
+  k.identity = "nvcc";
+  JobId a = f.g().submit(k, 0);
+  f.submit("b", 1 * GiB);
+  f.g().step(used(0), 0);
+  f.g().sample(a, 300 * MiB, 1500 * MiB, 40);
+  EXPECT_TRUE(f.g().step(used(300 * MiB), 40).admit.empty());
+  EXPECT_GE(f.g().reservation(f.g().job(a), 40), 1536 * MiB);
+}
+
+TEST(Governor, AJobThatOutgrowsItsPredictionReservesMore) {
+  Fixture f(4 * GiB);
+  JobId a = f.submit("a", 1 * GiB);
+  f.g().step(used(0), 0);
+  f.g().sample(a, 2 * GiB, 2 * GiB, 1);
+  EXPECT_GT(f.g().reservation(f.g().job(a), 1), 2 * GiB);
+  EXPECT_EQ(f.g().counters().at("overshoot"), 1);
+}
+
+namespace {
+// Three running jobs of 1 GiB predicted in a 4 GiB budget.
+struct Pressure : Fixture {
+  JobId a, b, c;
+  Pressure() : Fixture(4 * GiB) {
+    a = submit("a", 1 * GiB);
+    b = submit("b", 1 * GiB);
+    c = submit("c", 1 * GiB);
+    g().step(used(0), 0);
+    g().sample(a, 1 * GiB, 1 * GiB, 0.5);
+    g().sample(b, 1 * GiB, 1 * GiB, 0.6);
+    g().sample(c, 1 * GiB, 1 * GiB, 0.7);
+  }
+};
+}  // namespace
+
+TEST(GovernorPressure, FreezesTheNewestJobWhenMemoryRunsShort) {
+  Pressure f;
+  f.g().sample(f.a, 1900 * MiB, 1900 * MiB, 1);
+  Decisions d = f.g().step(used(3950 * MiB), 1);
+  EXPECT_EQ(d.freeze, std::vector<JobId>{f.c});
+  EXPECT_EQ(f.g().job(f.c).state, JobState::frozen);
+  EXPECT_EQ(f.g().counters().at("frozen"), 1);
+}
+
+TEST(GovernorPressure, FreezesRespectACooldown) {
+  Pressure f;
+  EXPECT_EQ(f.g().step(used(3950 * MiB), 1).freeze.size(), 1u);
+  EXPECT_TRUE(f.g().step(used(3950 * MiB), 1.1).freeze.empty());
+  EXPECT_EQ(f.g().step(used(3950 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
+}
+
+TEST(GovernorPressure, NeverFreezesTheLastRunningJob) {
+  Pressure f;
+  f.g().step(used(3950 * MiB), 1);    // freezes c
+  f.g().step(used(3950 * MiB), 2);    // freezes b
+  Decisions d = f.g().step(used(3950 * MiB), 3);
+  EXPECT_TRUE(d.freeze.empty());
+  EXPECT_EQ(f.g().job(f.a).state, JobState::running);
+}
+
+TEST(GovernorPressure, NothingIsAdmittedWhileJobsAreFrozen) {
+  Pressure f;
+  JobId d1 = f.submit("d", 10 * MiB);
+  f.g().step(used(3950 * MiB), 1);  // freezes c
+  Decisions d = f.g().step(used(2 * GiB), 2);
+  EXPECT_FALSE(contains(d.admit, d1));
+}
+
+TEST(GovernorPressure, ThawsOnlyAfterMemoryStaysLow) {
+  Pressure f;
+  f.g().step(used(3950 * MiB), 1);  // freezes c
+  f.g().sample(f.a, 100 * MiB, 1 * GiB, 2);
+  // Low, but not yet for thaw_hold_s.
+  EXPECT_TRUE(f.g().step(used(2200 * MiB), 2).thaw.empty());
+  EXPECT_TRUE(f.g().step(used(2200 * MiB), 2.5).thaw.empty());
+  // A spike resets the hold.
+  EXPECT_TRUE(f.g().step(used(3800 * MiB), 2.8).thaw.empty());
+  EXPECT_TRUE(f.g().step(used(2200 * MiB), 3.0).thaw.empty());
+  EXPECT_TRUE(f.g().step(used(2200 * MiB), 3.5).thaw.empty());
+  Decisions d = f.g().step(used(2200 * MiB), 4.1);
+  EXPECT_EQ(d.thaw, std::vector<JobId>{f.c});
+  EXPECT_EQ(f.g().job(f.c).state, JobState::running);
+  EXPECT_NEAR(f.g().job(f.c).frozen_s, 3.1, 1e-9);
+}
+
+TEST(GovernorPressure, ThawsAtOnceWhenNothingElseCanRun) {
+  Pressure f;
+  f.g().step(used(3950 * MiB), 1);  // c
+  f.g().step(used(3950 * MiB), 2);  // b
+  f.g().exited(f.a, ExitKind::finished, 0, 2.1);
+  Decisions d = f.g().step(used(3900 * MiB), 2.1);
+  EXPECT_EQ(d.thaw, std::vector<JobId>{f.b});
+}
+
+TEST(GovernorPressure, KillsTheNewestJobAndRequeuesItWithMoreMemory) {
+  Pressure f;
+  f.g().sample(f.c, 1200 * MiB, 1200 * MiB, 1);
+  Decisions d = f.g().step(used(4040 * MiB), 1);
+  ASSERT_EQ(d.kill, std::vector<JobId>{f.c});
+  EXPECT_EQ(f.g().job(f.c).state, JobState::killing);
+  // No second kill while the first victim is still dying.
+  EXPECT_TRUE(f.g().step(used(4040 * MiB), 3).kill.empty());
+  EXPECT_TRUE(f.g().exited(f.c, ExitKind::killed_by_us, 137, 3));
+  const GovJob& c = f.g().job(f.c);
+  EXPECT_EQ(c.state, JobState::waiting);
+  EXPECT_GE(c.peak_floor, 1500 * MiB);
+  EXPECT_EQ(f.g().counters().at("requeued"), 1);
+  EXPECT_EQ(c.attempt_log.back().outcome, "requeued");
+}
+
+TEST(GovernorPressure, NeverKillsTheOnlyJob) {
+  Fixture f(1 * GiB);
+  JobId a = f.submit("a", 512 * MiB);
+  f.g().step(used(0), 0);
+  f.g().sample(a, 1 * GiB, 1 * GiB, 1);
+  Decisions d = f.g().step(used(1 * GiB), 1);
+  EXPECT_TRUE(d.kill.empty());
+  EXPECT_TRUE(d.freeze.empty());
+}
+
+TEST(GovernorPressure, KernelOomKillsAreRerunButBounded) {
+  Fixture f(1 * GiB);
+  f.cfg.max_attempts = 3;
+  JobId a = f.submit("a", 512 * MiB);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Decisions d = f.g().step(used(0), attempt);
+    ASSERT_EQ(d.admit, std::vector<JobId>{a}) << attempt;
+    bool rerun = f.g().exited(a, ExitKind::oom_killed, 128 + 9, attempt + 0.5);
+    EXPECT_EQ(rerun, attempt < 3) << attempt;
+  }
+  EXPECT_EQ(f.g().job(a).state, JobState::done);
+  EXPECT_EQ(f.g().counters().at("oom_killed"), 3);
+  EXPECT_EQ(f.g().counters().at("failed"), 1);
+}
+
+TEST(GovernorPressure, ThrashingFreezesAndStopsAdmissionUntilItClears) {
+  Pressure f;
+  JobId d1 = f.submit("d", 10 * MiB);
+  MemoryView v = used(2 * GiB);
+  v.psi_full_avg10 = 25;
+  Decisions d = f.g().step(v, 1);
+  EXPECT_EQ(d.freeze, std::vector<JobId>{f.c});
+  EXPECT_FALSE(contains(d.admit, d1));
+  v.psi_full_avg10 = 5;  // between the thresholds: still thrashing
+  EXPECT_TRUE(f.g().step(v, 3).thaw.empty());
+  v.psi_full_avg10 = 0.5;
+  f.g().step(v, 4);
+  d = f.g().step(v, 5.1);
+  EXPECT_EQ(d.thaw, std::vector<JobId>{f.c});
+}
+
+TEST(Governor, CountsTimeHeldBackByMemoryAndByCpu) {
+  Fixture f(1 * GiB, 1);
+  f.submit("a", 800 * MiB);
+  f.submit("b", 800 * MiB);
+  f.g().step(used(0), 0);  // a runs, b waits for the CPU slot
+  f.g().step(used(0), 2);
+  EXPECT_EQ(f.g().counters().at("cpu_bound_ms"), 2000);
+  Fixture m(1 * GiB, 4);
+  m.submit("a", 800 * MiB);
+  m.submit("b", 800 * MiB);
+  m.g().step(used(0), 0);
+  m.g().step(used(0), 3);
+  EXPECT_EQ(m.g().counters().at("memory_bound_ms"), 3000);
+  EXPECT_EQ(m.g().counters().at("wait_memory_ms"), 3000);
+}
+
+TEST(Governor, WaitingJobsPickUpBetterPredictions) {
+  Fixture f(2 * GiB);
+  JobId a = f.submit("a", 1536 * MiB);
+  JobId b = f.submit("b", 1536 * MiB);
+  f.g().step(used(0), 0);
+  EXPECT_EQ(f.g().job(b).state, JobState::waiting);
+  f.preds["b"].peak = 300 * MiB;
+  f.g().repredict_waiting();
+  Decisions d = f.g().step(used(0), 1);
+  EXPECT_EQ(d.admit, std::vector<JobId>{b});
+  (void)a;
+}
+
+TEST(Governor, RecordsWaitTimeAcrossAttempts) {
+  Fixture f(2 * GiB);
+  JobId a = f.submit("a", 1536 * MiB, 0, 1, 0);
+  JobId b = f.submit("b", 1536 * MiB, 0, 1, 0);
+  f.g().step(used(0), 0);
+  f.g().exited(a, ExitKind::finished, 0, 5);
+  f.g().step(used(0), 5);
+  EXPECT_DOUBLE_EQ(f.g().job(b).wait_s, 5);
+  EXPECT_EQ(f.g().job(b).state, JobState::running);
+}
