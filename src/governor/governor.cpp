@@ -347,7 +347,14 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
 
 bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
   GovJob& j = jobs_.at(id);
-  if (j.state == JobState::waiting || j.state == JobState::done) return false;
+  if (j.state == JobState::done) return false;
+  if (j.state == JobState::waiting) {
+    // The wrapper gave up before it was granted (its build was interrupted).
+    j.state = JobState::done;
+    j.wait_s += now - j.queued_t;
+    count("cancelled");
+    return false;
+  }
   if (j.frozen_since >= 0) {
     j.frozen_s += now - j.frozen_since;
     j.frozen_since = -1;

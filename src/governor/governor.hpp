@@ -141,7 +141,8 @@ class Governor {
   void sample(JobId id, Bytes current, Bytes peak, double now);
 
   // An attempt ended. Returns true if the job goes back to the queue to be
-  // run again (its wrapper then waits for a new grant).
+  // run again (its wrapper then waits for a new grant). A waiting job that
+  // "exits" was cancelled: its wrapper went away before it was granted.
   bool exited(JobId id, ExitKind how, int exit_status, double now);
 
   // The runner could not carry out a freeze (no freezer): undo it.

@@ -73,3 +73,56 @@ trap e2e_cleanup EXIT
 
 # assert_eq EXPECTED ACTUAL MESSAGE
 assert_eq() { [ "$1" == "$2" ] || fail "$3: expected '$1', got '$2'"; }
+
+# Isolate memgate's per-user state (shim dir, default history) per test.
+export XDG_CACHE_HOME="$E2E_TMP/cache"
+unset MEMGATE_SOCKET MEMGATE_JOB MEMGATE_DISABLE MEMGATE_HISTORY MAX_JOBS || true
+
+# A directory of fake compilers: every compiler name runs memjob. Put it
+# in PATH behind memgate's shims: `export PATH="$(fake_compilers):$PATH"`.
+fake_compilers() {
+  local dir="$E2E_TMP/fakecc" name
+  if [ ! -d "$dir" ]; then
+    mkdir -p "$dir"
+    for name in cc c++ gcc g++ nvcc; do ln -s "$MEMJOB" "$dir/$name"; done
+  fi
+  echo "$dir"
+}
+
+# memjob_workload DIR SPEC...: one DIR/jNN.job per SPEC (memjob options,
+# e.g. "--peak 300M --ramp 0.3 --hold 0.5 --duration 1"), and a Makefile
+# that "compiles" each into jNN.o with $(CC).
+memjob_workload() {
+  local dir=$1 i=0 spec
+  shift
+  mkdir -p "$dir"
+  for spec in "$@"; do
+    printf 'memjob: %s\n' "$spec" >"$dir/$(printf 'j%03d' $i).job"
+    i=$((i + 1))
+  done
+  cat >"$dir/Makefile" <<'MK'
+JOBS := $(sort $(wildcard *.job))
+all: $(JOBS:.job=.o)
+%.o: %.job
+	$(CC) -c $< -o $@
+clean:
+	rm -f *.o
+MK
+}
+
+# check_memjob_outputs DIR: every jNN.job has a jNN.o that memjob wrote
+# completely ("memjob-ok ..." as its first line).
+check_memjob_outputs() {
+  local dir=$1 job out bad=0
+  for job in "$dir"/*.job; do
+    out=${job%.job}.o
+    if [ ! -s "$out" ] || ! head -n1 "$out" | grep -q '^memjob-ok '; then
+      echo "missing or incomplete output: $out" >&2
+      bad=$((bad + 1))
+    fi
+  done
+  [ "$bad" -eq 0 ]
+}
+
+# json_get FILE EXPR: evaluates a Python expression on the parsed JSON `j`.
+json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }

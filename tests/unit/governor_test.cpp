@@ -390,3 +390,15 @@ TEST(Governor, RecordsWaitTimeAcrossAttempts) {
   EXPECT_DOUBLE_EQ(f.g().job(b).wait_s, 5);
   EXPECT_EQ(f.g().job(b).state, JobState::running);
 }
+
+TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
+  Fixture f(1 * GiB, 1);
+  JobId a = f.submit("a", 512 * MiB);
+  JobId b = f.submit("b", 512 * MiB);
+  f.g().step(used(0), 0);
+  EXPECT_FALSE(f.g().exited(b, ExitKind::lost, -1, 1));
+  EXPECT_EQ(f.g().job(b).state, JobState::done);
+  EXPECT_EQ(f.g().counters().at("cancelled"), 1);
+  f.g().exited(a, ExitKind::finished, 0, 2);
+  EXPECT_TRUE(f.g().step(used(0), 2).admit.empty());
+}

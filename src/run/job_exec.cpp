@@ -1,0 +1,96 @@
+#include "run/job_exec.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "platform/proc.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+JobExec::JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id)
+    : parent_(std::move(parent)), home_(std::move(home)), job_id_(job_id) {}
+
+JobExec::~JobExec() { end_attempt(); }
+
+// One cgroup per attempt: its peak and OOM counters then belong to that
+// attempt alone (v2 cannot reset memory.peak through a plain handle).
+std::vector<std::string> JobExec::prepare_attempt() {
+  end_attempt();
+  ++attempt_;
+  child_ = 0;
+  proc_peak_ = 0;
+  if (!parent_) return {};
+  auto cg = parent_->create_child(fmt::format("job-{}-{}", job_id_, attempt_));
+  if (!cg) {
+    log::debug("job {}: no cgroup ({}); measuring from /proc", job_id_, cg.error());
+    return {};
+  }
+  cg_ = *cg;
+  oom_base_ = cg_->oom_kills().value_or(0);
+  std::vector<std::string> dirs{cg_->memory_dir()};
+  if (!cg_->freezer_dir().empty() && cg_->freezer_dir() != cg_->memory_dir()) dirs.push_back(cg_->freezer_dir());
+  return dirs;
+}
+
+std::vector<pid_t> JobExec::tree() const {
+  if (cg_) {
+    auto pids = cg_->all_processes();
+    if (!pids.empty()) return pids;
+  }
+  if (child_ > 0) return platform::process_tree(child_);
+  return {};
+}
+
+JobMemory JobExec::sample() {
+  JobMemory m;
+  if (cg_) {
+    if (auto u = cg_->usage()) {
+      m.current = *u;
+      m.peak = std::max(cg_->peak().value_or(0), *u);
+      return m;
+    }
+  }
+  if (child_ > 0) {
+    m.current = platform::tree_rss(child_);
+    proc_peak_ = std::max(proc_peak_, m.current);
+    m.peak = proc_peak_;
+  }
+  return m;
+}
+
+bool JobExec::freeze(bool frozen) {
+  if (cg_ && cg_->can_freeze()) {
+    if (cg_->freeze(frozen)) return true;
+  }
+  std::vector<pid_t> pids = tree();
+  if (pids.empty()) return false;
+  for (pid_t p : pids) ::kill(p, frozen ? SIGSTOP : SIGCONT);
+  return true;
+}
+
+void JobExec::kill() {
+  if (cg_ && cg_->kill_all()) return;
+  for (pid_t p : tree()) ::kill(p, SIGKILL);
+  // A SIGSTOPped tree must be continued to die promptly.
+  for (pid_t p : tree()) ::kill(p, SIGCONT);
+}
+
+bool JobExec::oom_killed() const {
+  if (!cg_) return false;
+  return cg_->oom_kills().value_or(0) > oom_base_;
+}
+
+void JobExec::end_attempt() {
+  if (!cg_) return;
+  for (pid_t p : cg_->all_processes()) {
+    if (!home_ || !home_->add_process(p)) ::kill(p, SIGKILL);
+  }
+  if (auto st = cg_->remove(); !st) log::debug("job {}: {}", job_id_, st.error());
+  cg_.reset();
+}
+
+}  // namespace memgate

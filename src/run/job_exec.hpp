@@ -1,0 +1,61 @@
+// The OS side of one job: its own cgroup (or, where none can be made, its
+// /proc process tree), measuring it, freezing it, killing it. The governor
+// decides; this carries out.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+#include "platform/cgroup.hpp"
+
+namespace memgate {
+
+struct JobMemory {
+  Bytes current = 0;
+  Bytes peak = 0;  // this attempt
+};
+
+class JobExec {
+ public:
+  // `parent`: the cgroup job cgroups are made under; nullopt when cgroups
+  // are unavailable and jobs are measured from /proc. `home`: where
+  // processes a job leaves behind (a daemon it started, such as a compiler
+  // cache server) are moved when the attempt ends, so they live on.
+  JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id);
+  ~JobExec();
+  JobExec(const JobExec&) = delete;
+  JobExec& operator=(const JobExec&) = delete;
+
+  // Before a grant: a fresh measuring scope for the attempt. Returns the
+  // cgroup dirs the program must join (empty: /proc fallback).
+  std::vector<std::string> prepare_attempt();
+  void set_child(pid_t pid) { child_ = pid; }
+  pid_t child() const { return child_; }
+
+  JobMemory sample();
+  // Freeze or thaw the job's tree: the cgroup freezer, else SIGSTOP/SIGCONT.
+  bool freeze(bool frozen);
+  // SIGKILL the job's whole tree (not the wrapper).
+  void kill();
+  // The kernel OOM killer struck this attempt.
+  bool oom_killed() const;
+  void end_attempt();
+  bool has_cgroup() const { return cg_.has_value(); }
+
+ private:
+  std::vector<pid_t> tree() const;
+
+  std::optional<platform::Cgroup> parent_, home_;
+  std::optional<platform::Cgroup> cg_;
+  int job_id_;
+  int attempt_ = 0;
+  pid_t child_ = 0;
+  std::int64_t oom_base_ = 0;
+  Bytes proc_peak_ = 0;  // /proc fallback: the highest sample
+};
+
+}  // namespace memgate

@@ -1,0 +1,27 @@
+// `memgate run`: the governed build.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memgate {
+
+struct RunOptions {
+  std::vector<std::string> command;
+  std::optional<std::string> memory;   // --memory SIZE
+  std::optional<std::string> reserve;  // --reserve SIZE
+  std::optional<int> jobs;             // --jobs N (CPU slots)
+  std::string history;                 // --history PATH ("" = MEMGATE_HISTORY or the default)
+  std::string report_html;             // --report FILE.html
+  std::string trace_json;              // --trace FILE.json
+  bool no_confine = false;
+  bool quiet = false;
+};
+
+// Runs the build to completion and returns `run`'s exit status (SPEC):
+// the build's own status, 128+signal, 125 if memgate could not start it,
+// 127 if the command was not found.
+int run_build(const RunOptions& options);
+
+}  // namespace memgate

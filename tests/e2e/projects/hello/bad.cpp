@@ -1,0 +1,2 @@
+// Deliberately broken: the transparency test compares this failure.
+int broken( { return 0; }
