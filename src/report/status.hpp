@@ -2,6 +2,14 @@
 // and the line that shows it on stderr.
 #pragma once
 
+#include <unistd.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/log.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
@@ -18,6 +26,85 @@ struct StatusSnapshot {
   Bytes budget = 0;
   double objects_per_min = 0;
   double eta_s = -1;        // < 0: unknown
+};
+
+// The status as one line of text, without a newline and without any
+// control character. `tty`: the line is for a terminal `width` columns
+// wide (0 = unknown): it is shortened to fit width-1 columns (never the
+// last column, which would make the terminal wrap), first by compact
+// labels, then by cutting. Off a TTY the full line is returned whatever
+// `width` says, because log files want whole words.
+//   memgate: [12/40] 14.2 obj/min, 3 running, 2 waiting for memory, 0 frozen, 1.90 GiB/2.50 GiB, ETA 1m10s
+std::string format_status(const StatusSnapshot& s, int width, bool tty);
+
+// The columns of the terminal on `fd` (TIOCGWINSZ), or 80 if unknown.
+int terminal_width(int fd);
+// The rows of the terminal on `fd`, or 0 if unknown.
+int terminal_rows(int fd);
+
+// Shows StatusSnapshots on stderr while the build writes to the same
+// terminal.
+//
+// On a TTY with a known height the status is pinned to the bottom row:
+// the rows above become the scroll region, so the build's own output,
+// which reaches the terminal directly and unbuffered, scrolls above the
+// status and is never overwritten or interleaved with it. Each redraw
+// (save cursor, go to the bottom row, text, erase to end of line, restore
+// cursor) is one write(2), so it cannot split a line the build writes.
+// Where the height is unknown, the line is drawn in place at the cursor
+// ("\r" + text + "\x1b[K"), and cleared around memgate's own messages.
+// Redraws happen at most 5 times a second.
+//
+// Off a TTY one plain line is printed at most every 10 s (the first one
+// 10 s after the first update, so short builds stay quiet).
+//
+// Quiet: nothing is ever printed; warnings and errors still go through
+// util/log as usual.
+//
+// While a TTY status is active, a log sink is installed (util/log.hpp) so
+// memgate's own messages are written whole and the status is redrawn
+// after them; finish() (and the destructor) removes it. Thread-safe: the
+// runner may update from one thread while others log.
+class StatusLine {
+ public:
+  // `tty`: whether `fd` is a terminal; nullopt asks isatty(fd).
+  explicit StatusLine(int fd = STDERR_FILENO, std::optional<bool> tty = std::nullopt,
+                      bool quiet = false);
+  ~StatusLine();
+  StatusLine(const StatusLine&) = delete;
+  StatusLine& operator=(const StatusLine&) = delete;
+
+  // Called every runner tick. `now_s` is any monotonic clock in seconds
+  // (injected so tests do not sleep).
+  void update(const StatusSnapshot& snapshot, double now_s);
+  // Takes the line off the screen; the next update() draws it again.
+  // Call before memgate writes lines of its own without util/log.
+  void clear();
+  // Clears the line, gives the bottom row back to the terminal and
+  // uninstalls the log sink. Call before printing the end summary.
+  // Idempotent; the destructor calls it.
+  void finish();
+
+  bool tty() const { return tty_; }
+  bool pinned() const { return pinned_rows_ > 0; }
+
+ private:
+  void on_log(std::string_view line);
+  std::string draw_sequence(const std::string& text);
+  std::string clear_sequence() const;
+  void write_out(std::string_view bytes) const;
+
+  std::mutex mu_;
+  int fd_;
+  bool tty_;
+  bool quiet_;
+  bool finished_ = false;
+  bool sink_installed_ = false;
+  int pinned_rows_ = 0;        // the terminal height the scroll region was set for; 0 = in-place mode
+  bool shown_ = false;         // the status is on the screen now
+  std::string text_;           // the text last drawn (or to draw)
+  std::optional<double> first_update_;
+  std::optional<double> last_draw_;
 };
 
 }  // namespace memgate

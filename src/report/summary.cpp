@@ -1,0 +1,158 @@
+#include "report/summary.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace memgate {
+namespace {
+
+std::int64_t counter(const BuildRecord& b, const char* name) {
+  auto it = b.counters.find(name);
+  return it == b.counters.end() ? 0 : it->second;
+}
+
+bool has_counter(const BuildRecord& b, const char* name) { return b.counters.count(name) > 0; }
+
+double wall_time(const BuildRecord& b) {
+  if (b.wall_s() > 0) return b.wall_s();
+  double end = 0;  // a record without wall-clock times: the last job's end
+  for (const auto& j : b.jobs) end = std::max(end, j.end_s);
+  return end;
+}
+
+std::string plural(std::int64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+int percent(double fraction) { return static_cast<int>(std::lround(fraction * 100)); }
+
+bool utf8_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// A path with a newline or an escape in it must not break the lines or
+// drive the terminal.
+std::string printable(std::string s) {
+  for (auto& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string shorten_middle(const std::string& text, size_t max) {
+  if (text.size() <= max || max < 5) return text.size() <= max ? text : text.substr(0, max);
+  size_t head = (max - 3) / 2;
+  size_t tail_start = text.size() - (max - 3 - head);
+  while (head > 0 && utf8_continuation(text[head])) --head;
+  while (tail_start < text.size() && utf8_continuation(text[tail_start])) ++tail_start;
+  return text.substr(0, head) + "..." + text.substr(tail_start);
+}
+
+std::string limit_verdict(double memory_bound, double cpu_bound, int jobs) {
+  if (jobs == 0) return "no compiler jobs were gated, so nothing held the build back";
+  if (memory_bound < 0 && cpu_bound < 0) return "this build did not record what limited it";
+  const bool mem = memory_bound >= kBoundThreshold;
+  const bool cpu = cpu_bound >= kBoundThreshold;
+  if (mem && cpu) {
+    return fmt::format(
+        "memory-bound for {}% and CPU-bound for {}% of the build: more RAM and more cores would both help",
+        percent(memory_bound), percent(cpu_bound));
+  }
+  if (mem) {
+    return fmt::format("memory-bound for {}% of the build: more RAM would help, more cores would not",
+                       percent(memory_bound));
+  }
+  if (cpu) {
+    return fmt::format("CPU-bound for {}% of the build: more cores would help, more RAM would not",
+                       percent(cpu_bound));
+  }
+  return "neither memory nor CPU held jobs back: the build's own parallelism (-j / dependencies) limited it";
+}
+
+BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
+  BuildFacts f;
+  f.wall_s = wall_time(b);
+  f.jobs = static_cast<int>(b.jobs.size());
+  if (f.jobs == 0) f.jobs = static_cast<int>(counter(b, "jobs"));
+  f.failed = static_cast<int>(std::count_if(b.jobs.begin(), b.jobs.end(),
+                                            [](const JobRecord& j) { return j.exit_status != 0; }));
+  if (b.jobs.empty()) f.failed = static_cast<int>(counter(b, "failed"));
+  f.objects_per_min = f.wall_s > 0 ? f.jobs * 60.0 / f.wall_s : 0;
+  f.peak = b.peak_bytes;
+  for (const auto& m : b.memory) f.peak = std::max(f.peak, m.bytes);
+  f.budget = b.budget;
+  f.capacity = b.capacity;
+  if (has_counter(b, "wait_memory_ms")) {
+    f.wait_memory_s = counter(b, "wait_memory_ms") / 1000.0;
+  } else {  // older records: all admission waits
+    for (const auto& j : b.jobs) f.wait_memory_s += j.wait_s;
+  }
+  f.jobs_waited = static_cast<int>(counter(b, "waited_for_memory"));
+  if (has_counter(b, "frozen_ms")) {
+    f.frozen_s = counter(b, "frozen_ms") / 1000.0;
+  } else {
+    for (const auto& j : b.jobs) f.frozen_s += j.frozen_s;
+  }
+  f.freezes = counter(b, "frozen");
+  f.requeues = counter(b, "requeued");
+  f.retries = counter(b, "retried");
+  f.oom_kills = counter(b, "oom_killed");
+  f.ran_alone = counter(b, "ran_alone");
+  auto share = [&](const char* name) {
+    if (!has_counter(b, name) || f.wall_s <= 0) return -1.0;
+    return std::clamp(counter(b, name) / 1000.0 / f.wall_s, 0.0, 1.0);
+  };
+  f.memory_bound = share("memory_bound_ms");
+  f.cpu_bound = share("cpu_bound_ms");
+  f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.jobs);
+
+  std::vector<int> order(b.jobs.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t n = std::min(heaviest, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](int x, int y) { return b.jobs[x].peak_bytes > b.jobs[y].peak_bytes; });
+  order.resize(n);
+  f.heaviest = std::move(order);
+  return f;
+}
+
+std::string format_summary(const BuildRecord& b) {
+  const BuildFacts f = build_facts(b);
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("build finished in {}, exit status {}", format_duration(f.wall_s),
+                              b.exit_status));
+  std::string jobs = plural(f.jobs, "job", "jobs");
+  if (f.failed > 0) jobs += fmt::format(" ({} failed)", f.failed);
+  lines.push_back(fmt::format("{}, {:.1f} objects/min", jobs, f.objects_per_min));
+  if (f.budget > 0) {
+    lines.push_back(fmt::format("peak memory {} of a {} budget ({}%)", format_bytes(f.peak),
+                                format_bytes(f.budget), percent(double(f.peak) / double(f.budget))));
+  } else {
+    lines.push_back(fmt::format("peak memory {}", format_bytes(f.peak)));
+  }
+  lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",
+                              format_duration(f.wait_memory_s), plural(f.jobs_waited, "job", "jobs"),
+                              format_duration(f.frozen_s)));
+  lines.push_back(fmt::format("{}, {}, {}, {}", plural(f.freezes, "freeze", "freezes"),
+                              plural(f.requeues, "requeue", "requeues"),
+                              plural(f.retries, "retry", "retries"),
+                              plural(f.oom_kills, "OOM kill", "OOM kills")));
+  if (!f.heaviest.empty()) {
+    lines.push_back("heaviest jobs (peak, predicted):");
+    for (int i : f.heaviest) {
+      const JobRecord& j = b.jobs[static_cast<size_t>(i)];
+      lines.push_back(fmt::format("  {:>9} {:>9}  {}", format_bytes(j.peak_bytes),
+                                  j.predicted.peak > 0 ? format_bytes(j.predicted.peak) : "-",
+                                  printable(shorten_middle(j.key.identity, 100))));
+    }
+  }
+  lines.push_back(f.verdict);
+  std::string out;
+  for (const auto& l : lines) out += "memgate: " + l + "\n";
+  return out;
+}
+
+}  // namespace memgate

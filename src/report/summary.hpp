@@ -1,0 +1,52 @@
+// The end-of-build summary on stderr, and the facts behind it, which the
+// HTML report's summary table shows too (one computation, same numbers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+
+namespace memgate {
+
+struct BuildFacts {
+  double wall_s = 0;
+  int jobs = 0;
+  int failed = 0;             // jobs whose final status was non-zero
+  double objects_per_min = 0;
+  Bytes peak = 0;             // the build's peak memory
+  Bytes budget = 0;
+  Bytes capacity = 0;
+  double wait_memory_s = 0;   // summed time jobs waited for memory
+  int jobs_waited = 0;        // jobs that could not start at once for lack of memory
+  double frozen_s = 0;        // summed time jobs were frozen
+  std::int64_t freezes = 0;
+  std::int64_t requeues = 0;
+  std::int64_t retries = 0;
+  std::int64_t oom_kills = 0;
+  std::int64_t ran_alone = 0;
+  // Fractions of the wall time during which memory (or only CPU slots)
+  // held a waiting job back; < 0 when the build did not record them.
+  double memory_bound = -1;
+  double cpu_bound = -1;
+  std::vector<int> heaviest;  // indexes into BuildRecord::jobs, highest peak first
+  std::string verdict;        // what limited the build, in one sentence
+};
+
+// A share of the wall time above this counts as "bound".
+constexpr double kBoundThreshold = 0.2;
+
+BuildFacts build_facts(const BuildRecord& build, size_t heaviest = 5);
+
+// The verdict sentence for the given fractions (see BuildFacts).
+std::string limit_verdict(double memory_bound, double cpu_bound, int jobs);
+
+// Every line starts with "memgate: " and ends with '\n' (for stderr).
+std::string format_summary(const BuildRecord& build);
+
+// "a...z": `text` cut in the middle to at most `max` bytes (UTF-8 safe
+// cut points), for identities that are long paths.
+std::string shorten_middle(const std::string& text, size_t max);
+
+}  // namespace memgate
