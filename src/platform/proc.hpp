@@ -1,0 +1,88 @@
+// Processes as /proc shows them. Every reader takes a proc root so tests can
+// point it at a fixture tree (tests/fixtures/proc/tree); a process that
+// vanishes mid-read is a nullopt, never an error.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/size.hpp"
+
+namespace memgate::platform {
+
+// The fields of /proc/PID/stat memgate uses. Times are in clock ticks
+// (sysconf(_SC_CLK_TCK)); starttime is since boot and, with the pid,
+// identifies one process for its whole life (pids are recycled).
+struct ProcStat {
+  pid_t pid = 0;
+  std::string comm;  // at most 15 bytes, may contain spaces and ')'
+  char state = '?';  // R, S, D, Z, T, ...
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t session = 0;
+  std::uint64_t utime = 0, stime = 0;
+  std::uint64_t starttime = 0;  // field 22
+  std::int64_t rss_pages = 0;   // field 24
+};
+
+// comm is whatever lies between the first '(' and the LAST ')', because a
+// program may name itself "a) b (c". nullopt for anything malformed.
+std::optional<ProcStat> parse_proc_stat(std::string_view text);
+
+struct ProcStatus {
+  std::string name;
+  char state = '?';
+  pid_t ppid = 0;
+  uid_t uid = 0;                // real uid
+  std::optional<Bytes> vm_rss;  // absent for kernel threads and zombies
+};
+
+// Needs Name, State, PPid and Uid; nullopt otherwise.
+std::optional<ProcStatus> parse_proc_status(std::string_view text);
+
+// NUL-separated /proc/PID/cmdline. Empty for kernel threads and zombies.
+std::vector<std::string> parse_cmdline(std::string_view text);
+
+// What the rest of memgate wants to know about one process.
+struct ProcInfo {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string comm;
+  char state = '?';
+  uid_t uid = 0;
+  std::uint64_t starttime = 0;  // clock ticks since boot
+  std::uint64_t utime = 0, stime = 0;
+  Bytes rss = 0;  // VmRSS; 0 when the kernel shows none (zombie, kernel thread)
+};
+
+std::optional<ProcInfo> read_process(pid_t pid, const std::string& proc_root = "/proc");
+std::optional<std::vector<std::string>> read_cmdline(pid_t pid, const std::string& proc_root = "/proc");
+
+// Only the stat file: cheap enough to re-check a pid's identity right
+// before signalling it.
+std::optional<ProcStat> read_proc_stat(pid_t pid, const std::string& proc_root = "/proc");
+
+// Numeric entries of the proc root, ascending.
+std::vector<pid_t> list_pids(const std::string& proc_root = "/proc");
+
+// Every process readable right now; vanished ones are skipped.
+std::vector<ProcInfo> read_all_processes(const std::string& proc_root = "/proc");
+
+// Pure: `root` (if present in `all`) and all its descendants by ppid,
+// root first, then breadth-first.
+std::vector<pid_t> descendants(pid_t root, const std::vector<ProcInfo>& all);
+
+// Readers over a fresh snapshot. process_tree is empty if `root` is gone.
+std::vector<pid_t> process_tree(pid_t root, const std::string& proc_root = "/proc");
+Bytes tree_rss(pid_t root, const std::string& proc_root = "/proc");
+// Pure counterpart of tree_rss over a snapshot.
+Bytes tree_rss(pid_t root, const std::vector<ProcInfo>& all);
+
+double ticks_to_seconds(std::uint64_t ticks);
+
+}  // namespace memgate::platform
