@@ -18,7 +18,7 @@ namespace {
 constexpr size_t kMaxMemoryPoints = 2000;
 constexpr int kLabelWidth = 56;   // left margin for lane and row labels
 constexpr int kAxisHeight = 18;
-constexpr int kEventRow = 9;
+constexpr int kEventRow = 11;
 constexpr int kChartWidth = 1000;
 constexpr int kChartHeight = 220;
 constexpr int kChartLeft = 70;
@@ -36,7 +36,7 @@ table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bot
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600;margin:.6em 0}
 .scroll{overflow-x:auto;border:1px solid #ddd}
-svg text{font-size:10px;fill:#555}
+svg text{font-size:10px;fill:#555}.tl text{font-size:9px}
 .grid{stroke:#eee}.lane{fill:#fafafa}
 .job{fill:#4c78a8}.job:hover,.attempt:hover{stroke:#000}
 .h1{fill:#5b8fbf}.h2{fill:#e3a33b}.h3{fill:#e0702c}.h4{fill:#c4311b}.f{fill:#888;stroke:#c00}
@@ -207,7 +207,8 @@ void append_bar(std::string& out, const BuildRecord& b, const TimelineBar& bar, 
                 int y, int h, Bytes max_peak) {
   const JobRecord& j = b.jobs[static_cast<size_t>(bar.job)];
   const int x = s.x(bar.start_s);
-  const int w = std::max(1, s.x(bar.end_s) - x);
+  int w = std::max(1, s.x(bar.end_s) - x);
+  if (w > 3) --w;  // a pixel of gap keeps back-to-back jobs in a lane apart
   std::string tip = fmt::format("{}\npeak {}", j.key.identity, format_bytes(bar.peak_bytes));
   if (j.predicted.peak > 0) tip += fmt::format(" (predicted {})", format_bytes(j.predicted.peak));
   tip += ", ";
@@ -237,12 +238,13 @@ void append_timeline(std::string& out, const BuildRecord& b, const Timeline& t, 
   Bytes max_peak = 0;
   for (const auto& j : b.jobs) max_peak = std::max(max_peak, j.peak_bytes);
 
-  out += "<h2>Timeline</h2>\n<p class=\"key\">One lane per concurrent slot; one bar per job, coloured by peak memory"
-         "<span class=\"job\" style=\"background:#4c78a8\"></span>light<span style=\"background:#e3a33b\"></span>"
-         "<span style=\"background:#c4311b\"></span>heavy<span style=\"background:#888;border:1px solid #c00\"></span>failed"
-         "<span style=\"border:1px dashed #c4311b\"></span>earlier attempt (requeued or OOM-killed). Hover a bar for details.</p>\n";
+  out += "<h2>Timeline</h2>\n<p class=\"key\">One lane per concurrent slot, one bar per job (hover for details). "
+         "Peak memory: light<span style=\"background:#4c78a8\"></span><span style=\"background:#5b8fbf\"></span>"
+         "<span style=\"background:#e3a33b\"></span><span style=\"background:#e0702c\"></span>"
+         "<span style=\"background:#c4311b\"></span>heavy <span style=\"background:#888;border:1px solid #c00\"></span>failed "
+         "<span style=\"border:1px dashed #c4311b\"></span>earlier attempt, killed and rerun</p>\n";
   fmt::format_to(Out(out), "<div class=\"scroll\"><svg class=\"tl\" width=\"{}\" height=\"{}\" data-jobs=\"{}\" data-lanes=\"{}\">\n",
-                 kLabelWidth + width + 10, height, b.jobs.size(), t.lanes);
+                 kLabelWidth + width + 50, height, b.jobs.size(), t.lanes);
   append_axis(out, s, height);
   append_event_strip(out, b, s);
   const int label_every = lanes > 64 ? 8 : 1;
