@@ -1,2 +1,385 @@
-// Placeholder: replaced by the real memjob.
-int main() { return 0; }
+// memjob: a fake compiler for memgate's tests and benches.
+//
+// It allocates and touches memory along a profile, sleeping or burning CPU,
+// then writes a checkable output. Called directly or under a compiler's name
+// (cc, g++, nvcc, ... through memgate's shims); compiler flags it does not
+// know are ignored, and those that take an argument consume it.
+//
+//   memjob [--peak SIZE] [--base SIZE] [--ramp S] [--peak-at S] [--hold S]
+//          [--after SIZE] [--duration S] [--cpu] [--out FILE] [--fail N]
+//          [--step-ms N] [--forever] [--pidfile FILE] [--ready FILE]
+//          [compiler-style: -c SRC -o OUT -MD -MF DEP ...]
+//
+// Profile over time t (seconds): `base` until the ramp starts, linear growth
+// to `peak` over `ramp` seconds ending at `peak-at` (default: ramp), `peak`
+// for `hold` seconds, then `after` (default: peak; memory is returned to the
+// kernel) until `duration`. The peak is always reached for at least one
+// step. --forever holds the peak until killed.
+//
+// Spec files: every line of SRC containing "memjob:" adds the options after
+// it (command-line options win). OUT receives
+//   memjob-ok <fnv1a64 of the SRC contents, 16 hex digits> <peak bytes>
+// so a test can check every output. Nothing is printed on success.
+//
+// Self-contained on purpose (no memgate library): it stands in for a
+// compiler, and must behave like an independent program.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct Profile {
+  std::uint64_t base = 0, peak = 0, after = 0;
+  bool after_set = false;
+  double ramp = 0, peak_at = -1, hold = 0, duration = 0;
+  bool cpu = false, forever = false;
+  int fail = 0;
+  double step_ms = 50;
+  std::string out, pidfile, ready;
+};
+
+struct Invocation {
+  std::vector<std::string> memjob_args;  // our own options, from the command line
+  std::vector<std::string> sources;
+  std::string out, depfile;
+  bool make_depfile = false;  // -MD / -MMD
+};
+
+[[noreturn]] void die(int code, const std::string& msg) {
+  std::string line = "memjob: error: " + msg + "\n";
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+  std::_Exit(code);
+}
+
+bool parse_size(const std::string& s, std::uint64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || errno != 0 || !(v >= 0)) return false;
+  std::string unit(end);
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "IB") unit.resize(unit.size() - 2);
+  else if (unit.size() >= 2 && unit.back() == 'B') unit.pop_back();
+  double scale = 1;
+  if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") return false;
+  out = static_cast<std::uint64_t>(std::llround(v * scale));
+  return true;
+}
+
+bool parse_seconds(const std::string& s, double& out) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || !(v >= 0) || !std::isfinite(v)) return false;
+  out = v;
+  return true;
+}
+
+bool takes_value(std::string_view name) {
+  return name != "cpu" && name != "forever";
+}
+
+bool is_memjob_option(std::string_view name) {
+  static const char* const names[] = {"peak",  "base",     "ramp",    "peak-at", "hold",   "after",   "duration",
+                                      "cpu",   "out",      "fail",    "step-ms", "forever", "pidfile", "ready"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
+void apply_option(Profile& p, const std::string& name, const std::string& value) {
+  bool ok = true;
+  if (name == "peak") ok = parse_size(value, p.peak);
+  else if (name == "base") ok = parse_size(value, p.base);
+  else if (name == "after") ok = parse_size(value, p.after), p.after_set = true;
+  else if (name == "ramp") ok = parse_seconds(value, p.ramp);
+  else if (name == "peak-at") ok = parse_seconds(value, p.peak_at);
+  else if (name == "hold") ok = parse_seconds(value, p.hold);
+  else if (name == "duration") ok = parse_seconds(value, p.duration);
+  else if (name == "step-ms") ok = parse_seconds(value, p.step_ms) && p.step_ms >= 1;
+  else if (name == "cpu") p.cpu = true;
+  else if (name == "forever") p.forever = true;
+  else if (name == "out") p.out = value;
+  else if (name == "pidfile") p.pidfile = value;
+  else if (name == "ready") p.ready = value;
+  else if (name == "fail") {
+    char* end = nullptr;
+    long v = std::strtol(value.c_str(), &end, 10);
+    ok = end != value.c_str() && *end == '\0' && v >= 0 && v <= 255;
+    p.fail = static_cast<int>(v);
+  }
+  if (!ok) die(2, "invalid value '" + value + "' for --" + name);
+}
+
+// Applies "--name value" / "--name=value" tokens (from argv or a spec line).
+void apply_tokens(Profile& p, const std::vector<std::string>& tokens) {
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (t.rfind("--", 0) != 0) die(2, "unexpected '" + t + "' in memjob options");
+    std::string name = t.substr(2), value;
+    auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (takes_value(name) && is_memjob_option(name)) {
+      if (i + 1 >= tokens.size()) die(2, "--" + name + " needs a value");
+      value = tokens[++i];
+    }
+    if (!is_memjob_option(name)) die(2, "unknown memjob option --" + name);
+    apply_option(p, name, value);
+  }
+}
+
+// Compiler flags whose argument is the next word (gcc, clang, nvcc).
+bool flag_takes_argument(std::string_view a) {
+  static const char* const flags[] = {
+      "-MF", "-MT", "-MQ", "-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter",
+      "-isysroot", "-x", "-L", "-l", "-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code",
+      "--gpu-code", "--threads", "-t", "-Xcompiler", "--compiler-options", "-Xlinker", "--linker-options",
+      "-Xptxas", "--ptxas-options", "-Xnvlink", "-Xfatbin", "-Xcudafe", "-Xclang", "-mllvm", "-ccbin",
+      "--compiler-bindir", "-maxrregcount", "--maxrregcount", "--std", "-target", "--target", "-MJ",
+      "--output-file", "-odir", "--output-directory", "--keep-dir", "-keep-dir", "--default-stream",
+      "-diag-suppress", "--diag-suppress", "--diag_suppress", "--param", "-aux-info", "-Xassembler",
+      "-Xpreprocessor", "--dependency-output", "-isystem-after", "-iprefix", "-iwithprefix"};
+  for (const char* f : flags)
+    if (a == f) return true;
+  return false;
+}
+
+Invocation parse_command_line(int argc, char** argv) {
+  Invocation inv;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die(2, "'" + a + "' needs an argument");
+      return argv[++i];
+    };
+    if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      std::string name = a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2);
+      if (is_memjob_option(name)) {
+        inv.memjob_args.push_back(a);
+        if (a.find('=') == std::string::npos && takes_value(name)) inv.memjob_args.push_back(next());
+        continue;
+      }
+    }
+    if (a == "-o" || a == "--output-file") inv.out = next();
+    else if (a.rfind("-o", 0) == 0 && a.size() > 2 && a[2] != '-' && a != "-odir") inv.out = a.substr(2);
+    else if (a == "-MF") inv.depfile = next();
+    else if (a == "-MD" || a == "-MMD") inv.make_depfile = true;
+    else if (flag_takes_argument(a)) next();
+    else if (a.empty() || a[0] == '-' || a[0] == '@') continue;  // any other flag: ignored
+    else inv.sources.push_back(a);
+  }
+  return inv;
+}
+
+std::uint64_t fnv1a64(std::string_view s, std::uint64_t h = 14695981039346656037ULL) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) die(1, "cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void apply_spec_lines(Profile& p, const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto at = line.find("memjob:");
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + 7));
+    std::vector<std::string> tokens;
+    for (std::string w; words >> w;) tokens.push_back(w);
+    apply_tokens(p, tokens);
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) die(1, "cannot write " + path + ": " + std::strerror(errno));
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    die(1, "cannot write " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+double now_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Anonymous memory in mmap'd chunks, so lowering the level really gives
+// pages back (munmap), unlike free() which may keep them in the heap.
+class Memory {
+ public:
+  void set(std::uint64_t bytes) {
+    std::uint64_t want = round_up(bytes);
+    if (want > total_) grow(want - total_);
+    else if (want < total_) shrink(total_ - want);
+  }
+
+ private:
+  struct Chunk {
+    char* p;
+    std::uint64_t size;
+  };
+  static std::uint64_t page() {
+    static const std::uint64_t pg = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    return pg;
+  }
+  static std::uint64_t round_up(std::uint64_t b) { return (b + page() - 1) / page() * page(); }
+
+  void grow(std::uint64_t n) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) die(1, "cannot allocate " + std::to_string(n) + " bytes: " + std::strerror(errno));
+    char* c = static_cast<char*>(p);
+    for (std::uint64_t off = 0; off < n; off += page()) c[off] = static_cast<char>(1 + (off >> 12));  // touch
+    chunks_.push_back({c, n});
+    total_ += n;
+  }
+  void shrink(std::uint64_t n) {
+    while (n > 0 && !chunks_.empty()) {
+      Chunk& last = chunks_.back();
+      std::uint64_t cut = n < last.size ? n : last.size;
+      ::munmap(last.p + (last.size - cut), cut);
+      last.size -= cut;
+      total_ -= cut;
+      n -= cut;
+      if (last.size == 0) chunks_.pop_back();
+    }
+  }
+
+  std::vector<Chunk> chunks_;
+  std::uint64_t total_ = 0;
+};
+
+double level_at(const Profile& p, double t) {
+  double grow_start = p.peak_at > p.ramp ? p.peak_at - p.ramp : 0;
+  if (t < grow_start) return static_cast<double>(p.base);
+  if (t < p.peak_at) {
+    double f = (t - grow_start) / (p.peak_at - grow_start);
+    return static_cast<double>(p.base) + f * static_cast<double>(p.peak - p.base);
+  }
+  if (p.forever || t < p.peak_at + p.hold) return static_cast<double>(p.peak);
+  return static_cast<double>(p.after);
+}
+
+void wait_until(double deadline, bool burn) {
+  if (burn) {
+    volatile std::uint64_t x = 1;
+    while (now_s() < deadline)
+      for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return;
+  }
+  double left = deadline - now_s();
+  if (left <= 0) return;
+  timespec ts{static_cast<time_t>(left), static_cast<long>((left - std::floor(left)) * 1e9)};
+  while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void run_profile(const Profile& p) {
+  Memory mem;
+  double start = now_s(), step = p.step_ms / 1000.0;
+  double end = p.duration > p.peak_at + p.hold ? p.duration : p.peak_at + p.hold;
+  bool reached = false;
+  for (;;) {
+    double t = now_s() - start;
+    if (!p.forever && t >= end && reached) return;
+    double target = level_at(p, t);
+    if (!reached && t >= p.peak_at) target = static_cast<double>(p.peak);  // never skip the peak
+    mem.set(static_cast<std::uint64_t>(target));
+    if (!reached && t >= p.peak_at) {
+      reached = true;
+      if (!p.ready.empty()) write_text(p.ready, "ready\n");
+    }
+    double next = t + step;
+    if (!reached && p.peak_at < next) next = p.peak_at;  // land on the peak, not past it
+    if (!p.forever && end < next) next = end;
+    wait_until(start + next, p.cpu);
+  }
+}
+
+std::string depfile_for(const Invocation& inv, const std::string& out) {
+  if (!inv.depfile.empty()) return inv.depfile;
+  if (!inv.make_depfile) return "";
+  std::string base = out.empty() ? "memjob.o" : out;
+  auto dot = base.find_last_of('.');
+  if (dot != std::string::npos && base.find('/', dot) == std::string::npos) base.resize(dot);
+  return base + ".d";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A shell starting us in the background may have left these ignored;
+  // tests need memjob to die promptly when told to.
+  for (int sig : {SIGINT, SIGTERM}) ::signal(sig, SIG_DFL);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, SIGINT);
+  sigaddset(&unblock, SIGTERM);
+  ::sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-dumpversion") == 0) {
+      std::printf("memjob 1.0\n");
+      return 0;
+    }
+  }
+  Invocation inv = parse_command_line(argc, argv);
+  Profile p;
+  std::uint64_t hash = fnv1a64("");
+  std::string sources_text;
+  for (const auto& src : inv.sources) sources_text += read_whole(src);
+  hash = fnv1a64(sources_text);
+  apply_spec_lines(p, sources_text);
+  apply_tokens(p, inv.memjob_args);
+  if (p.peak < p.base) p.peak = p.base;
+  if (!p.after_set) p.after = p.peak;
+  if (p.peak_at < 0) p.peak_at = p.ramp;
+
+  if (!p.pidfile.empty()) write_text(p.pidfile, std::to_string(::getpid()) + "\n");
+  run_profile(p);
+
+  if (p.fail != 0) die(p.fail, "failing with status " + std::to_string(p.fail) + " as asked");
+  std::string out = !p.out.empty() ? p.out : inv.out;
+  char line[80];
+  std::snprintf(line, sizeof line, "memjob-ok %016llx %llu\n", static_cast<unsigned long long>(hash),
+                static_cast<unsigned long long>(p.peak));
+  if (!out.empty()) write_text(out, line);
+  std::string dep = depfile_for(inv, out);
+  if (!dep.empty()) {
+    std::string deps = (out.empty() ? "memjob.o" : out) + ":";
+    for (const auto& s : inv.sources) deps += " " + s;
+    write_text(dep, deps + "\n");
+  }
+  return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# memjob really holds the memory its profile asks for, and writes the
+# checkable output line: --peak 300M in a 1 GiB test cgroup must show a
+# peak usage between 300 MiB and 400 MiB, both when called directly and as
+# a compiler reading its spec from the source file.
+source "$(dirname "$0")/lib.sh"
+require_cgroups
+
+fnv1a64() {
+  python3 -c 'import sys
+h = 0xcbf29ce484222325
+for b in open(sys.argv[1], "rb").read():
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("%016x" % h)' "$1"
+}
+
+check_peak() {
+  local dir=$1 what=$2 peak
+  peak=$(cat "$dir/memory.max_usage_in_bytes")
+  note "$what: peak usage $peak bytes"
+  [ "$peak" -ge $((300 * 1024 * 1024)) ] || fail "$what: peak $peak is below 300 MiB"
+  [ "$peak" -le $((400 * 1024 * 1024)) ] || fail "$what: peak $peak is above 400 MiB"
+  assert_eq 0 "$(cg_oom_kills "$dir")" "$what: OOM kills"
+}
+
+# Direct call with the profile on the command line.
+direct=$(cg_make direct 1G)
+cg_run "$direct" "$MEMJOB" --peak 300M --ramp 0.3 --hold 0.2 --after 50M --duration 0.8 --out "$E2E_TMP/direct.o"
+check_peak "$direct" "direct"
+assert_eq "memjob-ok cbf29ce484222325 $((300 * 1024 * 1024))" "$(cat "$E2E_TMP/direct.o")" \
+  "direct output (FNV-1a of no source)"
+
+# Compiler-style call: spec in the source, flags to ignore, a depfile.
+printf 'int x;\n// memjob: --peak 300M --ramp 0.2 --hold 0.3 --duration 0.6\n' >"$E2E_TMP/a.job"
+compiled=$(cg_make compiled 1G)
+cg_run "$compiled" "$MEMJOB" -O2 -I"$E2E_TMP" -I "$E2E_TMP" -gencode arch=compute_80,code=sm_80 --threads 4 \
+  -MD -MF "$E2E_TMP/a.d" -c "$E2E_TMP/a.job" -o "$E2E_TMP/a.o"
+check_peak "$compiled" "compiler-style"
+assert_eq "memjob-ok $(fnv1a64 "$E2E_TMP/a.job") $((300 * 1024 * 1024))" "$(cat "$E2E_TMP/a.o")" "compiled output"
+assert_eq "$E2E_TMP/a.o: $E2E_TMP/a.job" "$(cat "$E2E_TMP/a.d")" "depfile"
+
+# --fail: the profile runs, the status comes back, no output is written.
+set +e
+"$MEMJOB" --fail 3 --out "$E2E_TMP/failed.o" 2>"$E2E_TMP/fail.err"
+rc=$?
+set -e
+assert_eq 3 "$rc" "--fail 3 exit status"
+[ ! -e "$E2E_TMP/failed.o" ] || fail "a failing memjob wrote its output"
+
+# SIGTERM ends a --forever job promptly. The ready file is a FIFO, so
+# reading it waits for memjob to reach its peak without polling.
+mkfifo "$E2E_TMP/ready"
+"$MEMJOB" --peak 20M --forever --ready "$E2E_TMP/ready" --pidfile "$E2E_TMP/pid" &
+pid=$!
+read -r state <"$E2E_TMP/ready"
+assert_eq ready "$state" "ready signal"
+assert_eq "$pid" "$(cat "$E2E_TMP/pid")" "pidfile"
+kill -TERM "$pid"
+set +e
+wait "$pid"
+rc=$?
+set -e
+assert_eq $((128 + 15)) "$rc" "memjob killed by SIGTERM"
+echo "PASS"
