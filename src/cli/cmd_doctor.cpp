@@ -1,16 +1,57 @@
+// `memgate doctor [--json] [--kill-stale]`: the findings of doctor/doctor.hpp
+// on stdout; --kill-stale then ends exactly the stale processes it listed.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/cli.hpp"
+#include "doctor/doctor.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
 
+namespace {
+
+struct DoctorArgs {
+  bool json = false;
+  bool kill_stale = false;
+};
+
+void print(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+int run_doctor(const DoctorArgs& args) {
+  doctor::Findings f = doctor::gather();
+  if (!args.kill_stale) {
+    print(args.json ? doctor::render_json(f) : doctor::render_text(f));
+    return 0;
+  }
+  // Only the pids listed here are touched, each checked by start time.
+  if (!args.json) print(doctor::render_stale(f.stale));
+  auto outcomes = doctor::kill_stale(f.stale);
+  bool all_ended = true;
+  for (const auto& k : outcomes) all_ended = all_ended && k.ended;
+  if (args.json) {
+    print(doctor::render_json(f, &outcomes));
+  } else if (!outcomes.empty()) {
+    print("ending them:\n" + doctor::render_kills(outcomes));
+  }
+  if (!all_ended) log::error("some stale processes could not be ended (see above)");
+  return all_ended ? 0 : 1;
+}
+
+}  // namespace
+
 void add_doctor_command(CLI::App& app, int* status) {
-  auto* cmd = app.add_subcommand("doctor", "not implemented yet");
-  cmd->callback([status] {
-    log::error("'doctor' is not implemented yet");
-    *status = 1;
-  });
+  auto args = std::make_shared<DoctorArgs>();
+  auto* cmd = app.add_subcommand("doctor", "what this machine offers a build, and what is eating its memory now");
+  cmd->add_flag("--json", args->json, "machine-readable output (stable keys)");
+  cmd->add_flag("--kill-stale", args->kill_stale,
+                "end the listed stale compiler processes of this user (SIGTERM, then SIGKILL)");
+  cmd->callback([status, args] { *status = run_doctor(*args); });
 }
 
 }  // namespace memgate

@@ -1,0 +1,82 @@
+#include "core/capacity.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "platform/cgroup.hpp"
+#include "platform/meminfo.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+Capacity compute_capacity(Bytes physical, std::optional<std::pair<Bytes, std::string>> cgroup_limit) {
+  Capacity c;
+  c.physical = physical;
+  c.capacity = physical;
+  c.capacity_source = "physical";
+  if (cgroup_limit) {
+    c.cgroup_limit = cgroup_limit->first;
+    c.cgroup_limit_source = cgroup_limit->second;
+    if (cgroup_limit->first < physical || physical <= 0) {
+      c.capacity = cgroup_limit->first;
+      c.capacity_source = "cgroup";
+    }
+  }
+  return c;
+}
+
+Bytes default_reserve(Bytes capacity) {
+  if (capacity <= 0) return 0;
+  Bytes r = std::clamp<Bytes>(capacity / 20, 512 * MiB, 8 * GiB);
+  return std::min(r, capacity / 2);
+}
+
+Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& reserve_flag,
+                              const std::optional<std::string>& memory_flag) {
+  if (capacity <= 0) return Error{"cannot tell how much memory this machine has"};
+  Budget b;
+  b.capacity = capacity;
+  b.reserve = default_reserve(capacity);
+  if (reserve_flag) {
+    auto r = parse_size(*reserve_flag, capacity);
+    if (!r) return Error{fmt::format("--reserve: {}", r.error())};
+    b.reserve = *r;
+  }
+  if (b.reserve >= capacity) {
+    return Error{fmt::format("--reserve {} leaves nothing of the capacity ({}) for the build",
+                             format_bytes(b.reserve), format_bytes(capacity))};
+  }
+  Bytes most = capacity - b.reserve;
+  b.budget = most;
+  if (memory_flag) {
+    auto m = parse_size(*memory_flag, capacity);
+    if (!m) return Error{fmt::format("--memory: {}", m.error())};
+    if (*m <= 0) return Error{fmt::format("--memory {}: a build needs some memory", *memory_flag)};
+    if (*m > most) {
+      log::warn("--memory {} is more than the capacity ({}) minus the reserve ({}); using {}", *memory_flag,
+                format_bytes(capacity), format_bytes(b.reserve), format_bytes(most));
+      b.clamped = true;
+    } else {
+      b.budget = *m;
+    }
+  }
+  return b;
+}
+
+Capacity detect_capacity() {
+  Bytes physical = 0;
+  if (auto mi = platform::read_meminfo(); mi && mi->total) physical = *mi->total;
+  if (physical <= 0) {
+    long pages = ::sysconf(_SC_PHYS_PAGES);
+    long page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) physical = static_cast<Bytes>(pages) * page;
+  }
+  std::optional<std::pair<Bytes, std::string>> limit;
+  if (auto l = platform::effective_memory_limit(platform::detect_cgroups())) limit = std::make_pair(l->bytes, l->dir);
+  return compute_capacity(physical, limit);
+}
+
+}  // namespace memgate

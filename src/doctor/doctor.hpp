@@ -1,0 +1,58 @@
+// `memgate doctor`: what this machine really offers a build, and what is
+// eating its memory now. gather() reads the machine; everything else is a
+// pure function of the Findings, so the rendering is tested without one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/capacity.hpp"
+#include "doctor/stale.hpp"
+#include "platform/cgroup.hpp"
+#include "platform/meminfo.hpp"
+#include "platform/psi.hpp"
+
+namespace memgate::doctor {
+
+struct Findings {
+  int cores = 1;  // usable: affinity lowered by any CPU quota
+  int affinity_cores = 1;
+  std::optional<int> quota_cores;
+  Capacity capacity;
+  Budget budget;  // with the default reserve and no --memory
+  platform::MemInfo meminfo;
+  platform::CgroupLayout cgroups;
+  std::optional<Bytes> cgroup_usage;  // our own memory cgroup's usage
+  bool can_confine = false;           // a probe child memory cgroup could be created and removed
+  std::string confine_error;          // why not, when it could not
+  std::string freezer = "sigstop";    // "cgroup-v1", "cgroup-v2" or "sigstop"
+  std::optional<platform::Psi> psi;
+  std::vector<StaleProcess> stale;
+};
+
+// Reads the real machine. The confinement probe mkdirs and rmdirs one
+// child cgroup below our own; nothing else is changed.
+Findings gather();
+
+// MemFree is low but MemAvailable high: the "missing" memory is page cache
+// the kernel reclaims on demand, so dropping caches would gain nothing.
+bool page_cache_note(const platform::MemInfo& m);
+
+// "capacity 432 GiB; a build may use 410 GiB; 38 GiB held by 12 stale
+// compiler processes (run: memgate doctor --kill-stale)"
+std::string verdict(const Findings& f);
+
+std::string render_text(const Findings& f);
+// The stable machine form. Tests and scripts rely on capacity_bytes,
+// capacity_source, budget_bytes, reserve_bytes, physical_bytes,
+// mem_available_bytes, cores, cgroup_version, can_confine, freezer, psi and
+// stale_processes [{pid, comm, rss_bytes}]; more keys may be added. With
+// `killed`, a "killed" list [{pid, comm, result, ended}] is added.
+std::string render_json(const Findings& f, const std::vector<KillOutcome>* killed = nullptr);
+
+// The stale list as printed by --kill-stale before it acts.
+std::string render_stale(const std::vector<StaleProcess>& stale);
+std::string render_kills(const std::vector<KillOutcome>& outcomes);
+
+}  // namespace memgate::doctor
