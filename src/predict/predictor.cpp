@@ -1,31 +1,277 @@
-// Placeholder until the history issue lands the real predictor.
 #include "predict/predictor.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+#include "predict/identity.hpp"
 
 namespace memgate {
+namespace {
+
+// What one identity contributes to the similarity groups: its latest
+// complete run, peaks per unit of CPU weight.
+struct Entry {
+  double peak_w = 0;
+  double wall_s = 0;
+  double cpu_s = 0;
+  double peak_over_frac = 1.0;
+  double after_w = 0;
+  bool in_build = false;
+};
+
+struct Stats {
+  double peak_w = 0;
+  double wall_s = 0;
+  double cpu_s = 0;
+  double peak_over_frac = 1.0;
+  double after_w = 0;
+  std::size_t n = 0;
+  bool in_build = false;
+};
+
+// Nearest rank, rounding up, so that small groups lean high.
+double quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size() - 1)));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+std::vector<std::string> stem_tokens(const std::string& stem) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : stem) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(std::move(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+bool ends_killed(const JobRecord& job) {
+  if (job.attempt_log.empty()) return false;
+  const std::string& o = job.attempt_log.back().outcome;
+  return o == "requeued" || o == "oom";
+}
+
+Bytes default_peak_per_weight(const std::string& tool) {
+  static const std::set<std::string> kSmall = {"cc", "gcc", "clang", "icx", "icc", "nvc", "cpp", "as"};
+  static const std::set<std::string> kGpu = {"nvcc", "hipcc"};
+  if (kSmall.count(tool)) return 512 * MiB;
+  if (kGpu.count(tool)) return 4 * GiB;
+  if (tool == "rustc") return 2 * GiB;
+  return 1 * GiB;  // C++ compilers, linkers, and anything unknown
+}
+
+Bytes to_bytes(double v) { return static_cast<Bytes>(std::llround(v)); }
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+// A trie over stem tokens; every node holds the entries of all jobs below it,
+// so the root is the whole klass (or family).
+struct Predictor::Node {
+  std::unordered_map<int, Entry> entries;  // by interned identity
+  std::unordered_map<std::string, std::unique_ptr<Node>> children;
+  mutable std::optional<Stats> cache;
+
+  void put(int id, const Entry& e) {
+    entries[id] = e;
+    cache.reset();
+  }
+
+  const Stats& stats(double q) const {
+    if (cache) return *cache;
+    std::vector<double> peaks, walls, cpus, pofs, afters;
+    Stats s;
+    for (const auto& [id, e] : entries) {
+      peaks.push_back(e.peak_w);
+      if (e.wall_s > 0) walls.push_back(e.wall_s);
+      if (e.cpu_s > 0) cpus.push_back(e.cpu_s);
+      pofs.push_back(e.peak_over_frac);
+      afters.push_back(e.after_w);
+      s.in_build = s.in_build || e.in_build;
+    }
+    s.n = entries.size();
+    s.peak_w = quantile(peaks, q);
+    s.wall_s = median_of(walls);
+    s.cpu_s = median_of(cpus);
+    s.peak_over_frac = quantile(pofs, q);
+    s.after_w = quantile(afters, q);
+    cache = s;
+    return *cache;
+  }
+
+  // The deepest node along `tokens` that has entries, and its depth.
+  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens) const {
+    const Node* n = this;
+    int depth = 0;
+    for (const auto& t : tokens) {
+      auto it = n->children.find(t);
+      if (it == n->children.end() || it->second->entries.empty()) break;
+      n = it->second.get();
+      ++depth;
+    }
+    return {n, depth};
+  }
+};
 
 Prediction default_prediction(const JobKey& key) {
   Prediction p;
-  p.peak = key.tool == "nvcc" ? 4 * GiB * std::max(1, key.cpu_weight) : 1 * GiB;
+  Bytes per_weight = default_peak_per_weight(key.tool);
+  if (key.klass.find(":link") != std::string::npos) per_weight = std::max(per_weight, 1 * GiB);
+  p.peak = per_weight * std::max(1, key.cpu_weight);
+  p.peak_over_frac = 1.0;
+  p.confidence = 0;
   p.source = "default";
   return p;
 }
 
-void Predictor::add_history(const JobRecord& job) { observe(job); }
+Predictor::Predictor() = default;
+Predictor::Predictor(PredictorConfig config) : config_(config) {}
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
-void Predictor::observe(const JobRecord& job) {
-  Bytes& p = class_peak_[job.key.klass];
-  p = std::max(p, job.peak_bytes);
+void Predictor::add_history(const JobRecord& job) { learn(job, false); }
+void Predictor::observe(const JobRecord& job) { learn(job, true); }
+std::size_t Predictor::known_identities() const { return runs_.size(); }
+
+int Predictor::intern(const std::string& identity) {
+  auto [it, inserted] = ids_.try_emplace(identity, static_cast<int>(ids_.size()));
+  return it->second;
+}
+
+void Predictor::learn(const JobRecord& job, bool in_build) {
+  if (job.peak_bytes <= 0 || job.key.identity.empty()) return;  // nothing measured
+  Run r;
+  r.killed = ends_killed(job);
+  r.failed = !r.killed && job.exit_status != 0;
+  r.peak = r.killed ? to_bytes(static_cast<double>(job.peak_bytes) * config_.killed_bump) : job.peak_bytes;
+  r.wall_s = std::max(0.0, job.wall_s());
+  r.cpu_s = job.cpu_s;
+  r.peak_over_frac = std::clamp(job.peak_over_frac, 0.0, 1.0);
+  r.after_peak = job.after_peak_bytes;
+  auto& runs = runs_[job.key.identity];
+  runs.push_back(r);
+  if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
+  if (r.failed || r.killed) return;  // only complete runs describe a kind of job
+
+  const double w = std::max(1, job.key.cpu_weight);
+  Entry e{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
+          static_cast<double>(r.after_peak) / w, in_build};
+  const int id = intern(job.key.identity);
+  const auto tokens = stem_tokens(job.key.stem);
+  for (auto* groups : {&by_klass_, &by_family_}) {
+    const std::string name = groups == &by_klass_ ? job.key.klass : klass_family(job.key.klass);
+    auto& root = (*groups)[name];
+    if (!root) root = std::make_unique<Node>();
+    Node* n = root.get();
+    n->put(id, e);
+    for (const auto& t : tokens) {
+      auto& child = n->children[t];
+      if (!child) child = std::make_unique<Node>();
+      n = child.get();
+      n->put(id, e);
+    }
+  }
+}
+
+// Max with decay over the newest runs. Returns nothing when no run of the
+// identity completed; *floor then holds what its other runs imply.
+std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, Bytes* floor) const {
+  double best = 0;
+  std::vector<double> walls, cpus, complete_peaks;
+  double pof = 0;
+  Bytes after = 0;
+  double weight = 1.0;
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it, weight *= config_.decay) {
+    best = std::max(best, static_cast<double>(it->peak) * weight * (it->failed ? config_.failed_weight : 1.0));
+    if (it->failed || it->killed || complete_peaks.size() >= 3) continue;
+    complete_peaks.push_back(static_cast<double>(it->peak));
+    if (it->wall_s > 0) walls.push_back(it->wall_s);
+    if (it->cpu_s > 0) cpus.push_back(it->cpu_s);
+    pof = std::max(pof, it->peak_over_frac);
+    after = std::max(after, it->after_peak);
+  }
+  const Bytes peak = to_bytes(best * config_.margin);
+  if (complete_peaks.empty()) {
+    *floor = peak;
+    return std::nullopt;
+  }
+  Prediction p;
+  p.peak = peak;
+  p.wall_s = median_of(walls);
+  p.cpu_s = median_of(cpus);
+  p.peak_over_frac = pof > 0 ? pof : 1.0;
+  p.after_peak = std::min(peak, to_bytes(static_cast<double>(after) * config_.margin));
+  auto [lo, hi] = std::minmax_element(complete_peaks.begin(), complete_peaks.end());
+  const bool consistent = *lo > 0 && *hi / *lo <= 1.25;
+  p.confidence = !consistent ? 0.7 : complete_peaks.size() >= 3 ? 1.0 : complete_peaks.size() == 2 ? 0.9 : 0.75;
+  p.source = "history";
+  return p;
+}
+
+std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
+  const auto tokens = stem_tokens(key.stem);
+  const int need = std::max(1, std::min(config_.min_similar_depth, static_cast<int>(tokens.size())));
+  const int weight = std::max(1, key.cpu_weight);
+  auto make = [&](const Stats& s, const char* source, double confidence, double peak_w) {
+    Prediction p;
+    p.peak = to_bytes(peak_w * weight);
+    p.wall_s = s.wall_s;
+    p.cpu_s = s.cpu_s;
+    p.peak_over_frac = s.peak_over_frac;
+    p.after_peak = std::min(p.peak, to_bytes(s.after_w * weight));
+    p.confidence = confidence;
+    p.source = source;
+    return p;
+  };
+  const Node* klass = nullptr;
+  const Node* family = nullptr;
+  if (auto it = by_klass_.find(key.klass); it != by_klass_.end()) klass = it->second.get();
+  if (auto it = by_family_.find(klass_family(key.klass)); it != by_family_.end()) family = it->second.get();
+
+  // Similar stems: the klass first, then other archs of the same tool.
+  for (const Node* root : {klass, family}) {
+    if (!root) continue;
+    auto [node, depth] = root->deepest(tokens);
+    if (depth < need) continue;
+    const Stats& s = node->stats(config_.similar_quantile);
+    return make(s, "similar", root == klass ? 0.6 : 0.45, s.peak_w);
+  }
+  // The whole klass or family, pulled towards the default while small.
+  const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;
+  for (const Node* root : {klass, family}) {
+    if (!root || root->entries.empty()) continue;
+    const Stats& s = root->stats(config_.klass_quantile);
+    double peak_w = s.peak_w;
+    const auto n = static_cast<double>(s.n), prior = static_cast<double>(config_.prior_jobs);
+    if (n < prior) peak_w = (n * peak_w + (prior - n) * prior_w) / prior;
+    const bool build = root == klass && s.in_build;
+    return make(s, build ? "build" : "similar", root == klass ? (build ? 0.35 : 0.3) : 0.2, peak_w);
+  }
+  return std::nullopt;
 }
 
 Prediction Predictor::predict(const JobKey& key) const {
-  auto it = class_peak_.find(key.klass);
-  if (it == class_peak_.end()) return default_prediction(key);
-  Prediction p;
-  p.peak = it->second;
-  p.source = "build";
-  p.confidence = 0.3;
+  Bytes floor = 0;
+  if (auto it = runs_.find(key.identity); it != runs_.end()) {
+    if (auto own = own_estimate(it->second, &floor)) return *own;
+  }
+  Prediction p = from_groups(key).value_or(default_prediction(key));
+  p.peak = std::max(p.peak, floor);
   return p;
 }
 

@@ -1,10 +1,44 @@
 // The predictor: how much memory (and time) will this job need, and when
 // does its peak come? Pure logic over numbers; history feeds it records,
 // the running build feeds it finished jobs, admission asks it questions.
+//
+// Where a prediction comes from, first match wins:
+//  1. "history": this identity's own runs, from past builds and earlier
+//     attempts in this build. Peak = max over the last `own_runs` runs of
+//     peak × decay^age (age 0 = newest), × margin. Failed runs (non-zero
+//     exit) count at `failed_weight`; a run killed by memgate or the OOM
+//     killer saw only part of its peak, so its peak × `killed_bump` is a
+//     floor. If the identity has no complete successful run, its runs are
+//     only a floor under the next source.
+//  2. "similar": jobs of the same klass whose stems share leading tokens
+//     ("flash_bwd_hdim128_fp16_causal_sm80" ~ "flash_bwd_hdim128_bf16_sm80"),
+//     the deepest shared prefix of at least `min_similar_depth` tokens (or
+//     the whole stem); then the same across the family (same tool and
+//     mode, other archs). Peak = the `similar_quantile` of their peaks.
+//  3. "build" / "similar": the whole klass, then the whole family: the
+//     `klass_quantile` of their peaks, pulled towards the tool default
+//     while fewer than `prior_jobs` jobs are known. "build" when jobs of
+//     this build are among them.
+//  4. "default": per-tool conservative defaults (default_prediction).
+// Sources 2 and 3 compare peaks per CPU weight (nvcc's peak grows with
+// the pipelines it runs at once) and scale by the asked job's weight.
+//
+// Per-tool defaults (peak per unit of CPU weight):
+//   cc, gcc, clang, icx, icc, nvc, cpp, as          512 MiB
+//   c++, g++, clang++, icpx, icpc, nvc++, cl, ...   1 GiB
+//   nvcc, hipcc                                      4 GiB × cpu_weight
+//   ld, ld.*, lld, mold, link, lld-link             1 GiB
+//   rustc                                            2 GiB
+//   anything else                                    1 GiB
+//   any link job (klass ":link") at least            1 GiB
+//
+// Not thread-safe: predict() fills caches. The governor uses one thread.
 #pragma once
 
-#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/job.hpp"
@@ -14,16 +48,60 @@ namespace memgate {
 // Conservative first guess for a job never seen before, by tool.
 Prediction default_prediction(const JobKey& key);
 
+struct PredictorConfig {
+  int own_runs = 6;              // runs of one identity remembered
+  double decay = 0.85;           // weight of a run per newer run after it
+  double margin = 1.07;          // added to estimates from own history
+  double failed_weight = 0.5;    // a failed run's peak counts this much
+  double killed_bump = 1.25;     // a killed attempt's peak × this is a floor
+  double similar_quantile = 0.8;
+  double klass_quantile = 0.9;
+  int min_similar_depth = 2;     // stem tokens two jobs must share to be similar
+  int prior_jobs = 4;            // jobs a klass needs before the default stops mattering
+};
+
 class Predictor {
  public:
+  Predictor();
+  explicit Predictor(PredictorConfig config);
+  ~Predictor();
+  Predictor(Predictor&&) noexcept;
+  Predictor& operator=(Predictor&&) noexcept;
+
   // A job from a past build (history), oldest first.
   void add_history(const JobRecord& job);
   // A job of the current build finished: predictions change from now on.
+  // Also call it for an attempt memgate or the kernel killed (the record's
+  // last attempt_log outcome "requeued" or "oom"), before it is retried.
   void observe(const JobRecord& job);
   Prediction predict(const JobKey& key) const;
 
+  // Identities with own runs (for tests and the status line).
+  std::size_t known_identities() const;
+
  private:
-  std::map<std::string, Bytes> class_peak_;  // placeholder online learning
+  // One run of one identity, as far as prediction cares.
+  struct Run {
+    Bytes peak = 0;          // killed runs: already multiplied by killed_bump
+    double wall_s = 0;
+    double cpu_s = 0;
+    double peak_over_frac = 1.0;
+    Bytes after_peak = 0;
+    bool failed = false;     // non-zero exit, not killed
+    bool killed = false;     // memgate or the OOM killer ended it
+  };
+  struct Node;  // a stem-token trie over one klass or family
+
+  void learn(const JobRecord& job, bool in_build);
+  std::optional<Prediction> own_estimate(const std::vector<Run>& runs, Bytes* floor) const;
+  std::optional<Prediction> from_groups(const JobKey& key) const;
+  int intern(const std::string& identity);
+
+  PredictorConfig config_;
+  std::unordered_map<std::string, std::vector<Run>> runs_;  // by identity, oldest first
+  std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
+  std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
+  std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;
 };
 
 }  // namespace memgate

@@ -1,0 +1,54 @@
+#include "predict/profile.hpp"
+
+#include <algorithm>
+
+namespace memgate {
+
+PeakTiming peak_timing(const std::vector<MemSample>& profile, double duration_s, double high_frac) {
+  PeakTiming t;
+  if (profile.empty()) return t;
+  size_t peak_i = 0;
+  for (size_t i = 1; i < profile.size(); ++i)
+    if (profile[i].bytes > profile[peak_i].bytes) peak_i = i;
+  t.peak = profile[peak_i].bytes;
+  t.t_peak_s = profile[peak_i].t_s;
+
+  const double threshold = high_frac * static_cast<double>(t.peak);
+  size_t last_high = peak_i;
+  for (size_t i = profile.size(); i-- > peak_i;) {
+    if (static_cast<double>(profile[i].bytes) >= threshold) {
+      last_high = i;
+      break;
+    }
+  }
+  const double duration = duration_s > 0 ? duration_s : profile.back().t_s;
+  if (last_high + 1 >= profile.size() || duration <= 0) {
+    t.peak_over_frac = 1.0;
+    t.after_peak_bytes = t.peak;
+    return t;
+  }
+  t.peak_over_frac = std::clamp(profile[last_high + 1].t_s / duration, 0.0, 1.0);
+  for (size_t i = last_high + 1; i < profile.size(); ++i)
+    t.after_peak_bytes = std::max(t.after_peak_bytes, profile[i].bytes);
+  return t;
+}
+
+std::vector<MemSample> downsample_profile(const std::vector<MemSample>& profile, std::size_t max_points) {
+  if (profile.size() <= max_points || max_points < 2) return profile;
+  std::vector<MemSample> out;
+  out.reserve(max_points);
+  const size_t body = profile.size() - 1;  // the last sample is kept as is
+  const size_t buckets = max_points - 1;
+  for (size_t b = 0; b < buckets; ++b) {
+    size_t lo = b * body / buckets, hi = (b + 1) * body / buckets;
+    if (lo >= hi) continue;
+    auto it = std::max_element(profile.begin() + static_cast<std::ptrdiff_t>(lo),
+                               profile.begin() + static_cast<std::ptrdiff_t>(hi),
+                               [](const MemSample& a, const MemSample& c) { return a.bytes < c.bytes; });
+    out.push_back(*it);
+  }
+  out.push_back(profile.back());
+  return out;
+}
+
+}  // namespace memgate
