@@ -1,16 +1,209 @@
+// `memgate history`: the recent builds, or one build's jobs with what was
+// predicted against what they used. Text for people, --json for tools
+// (the keys are part of the contract; see README).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/cli.hpp"
+#include "history/history.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/size.hpp"
 
 namespace memgate {
+namespace {
+
+using nlohmann::json;
+
+struct HistoryOptions {
+  bool json = false;
+  std::string build;    // "", "last" or an id
+  std::string history;  // --history
+  int limit = 20;
+};
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+std::string local_time(double unix_s) {
+  std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+json build_json(const BuildSummary& s) {
+  return {{"id", s.id},
+          {"start_unix", s.start_unix},
+          {"wall_s", s.wall_s},
+          {"exit_status", s.exit_status},
+          {"peak_bytes", s.peak_bytes},
+          {"budget_bytes", s.budget},
+          {"job_count", s.job_count},
+          {"wait_s", s.wait_s},
+          {"cwd", s.cwd},
+          {"command", s.command}};
+}
+
+json job_json(const JobRecord& j) {
+  return {{"identity", j.key.identity},
+          {"tool", j.key.tool},
+          {"klass", j.key.klass},
+          {"predicted_peak_bytes", j.predicted.peak},
+          {"predicted_source", j.predicted.source},
+          {"peak_bytes", j.peak_bytes},
+          {"cpu_s", j.cpu_s},
+          {"wall_s", j.wall_s()},
+          {"wait_s", j.wait_s},
+          {"frozen_s", j.frozen_s},
+          {"t_peak_s", j.t_peak_s},
+          {"peak_over_frac", j.peak_over_frac},
+          {"attempts", j.attempts},
+          {"exit_status", j.exit_status}};
+}
+
+void print_builds(const std::vector<BuildSummary>& builds) {
+  std::string out = fmt::format("{:>5}  {:<19}  {:>7}  {:>21}  {:>5}  {:>8}  {:>4}  {}\n", "ID", "STARTED", "WALL",
+                                "PEAK / BUDGET", "JOBS", "MEM WAIT", "EXIT", "COMMAND");
+  for (const auto& b : builds) {
+    std::string mem = format_bytes(b.peak_bytes) + " / " + format_bytes(b.budget);
+    out += fmt::format("{:>5}  {:<19}  {:>7}  {:>21}  {:>5}  {:>8}  {:>4}  {}  (in {})\n", b.id,
+                       local_time(b.start_unix), format_duration(b.wall_s), mem, b.job_count,
+                       format_duration(b.wait_s), b.exit_status, b.command, b.cwd);
+  }
+  print(out);
+}
+
+std::string prediction_error(const JobRecord& j) {
+  if (j.predicted.peak <= 0 || j.peak_bytes <= 0) return "-";
+  double e = 100.0 * static_cast<double>(j.predicted.peak - j.peak_bytes) / static_cast<double>(j.peak_bytes);
+  return fmt::format("{:+.0f}%", e);
+}
+
+void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs) {
+  BuildSummary s = summarize_build(b);
+  std::string out = fmt::format("build {}  {}\n", b.id, b.command);
+  out += fmt::format("  in        {}\n", b.cwd);
+  out += fmt::format("  started   {}, wall {}, exit {}\n", local_time(b.start_unix), format_duration(s.wall_s),
+                     b.exit_status);
+  out += fmt::format("  memory    peak {} of budget {} (capacity {}), {} CPU slots\n", format_bytes(b.peak_bytes),
+                     format_bytes(b.budget), format_bytes(b.capacity), b.slots);
+  out += fmt::format("  jobs      {}, waited for memory {}\n", s.job_count, format_duration(s.wait_s));
+  if (!b.counters.empty()) {
+    out += "  counters ";
+    for (const auto& [k, v] : b.counters) out += fmt::format(" {}={}", k, v);
+    out += '\n';
+  }
+  out += fmt::format("\n{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", "PEAK", "PREDICTED", "ERROR",
+                     "CPU", "WALL", "TRIES", "EXIT", "JOB (heaviest first)");
+  for (const JobRecord* j : jobs) {
+    out += fmt::format("{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", format_bytes(j->peak_bytes),
+                       format_bytes(j->predicted.peak), prediction_error(*j), format_duration(j->cpu_s),
+                       format_duration(j->wall_s()), j->attempts, j->exit_status, j->key.identity);
+  }
+  print(out);
+}
+
+int show_builds(History& h, const HistoryOptions& o, const std::string& path) {
+  auto builds = h.list_builds(o.limit);
+  if (o.json) {
+    json list = json::array();
+    for (const auto& b : builds) list.push_back(build_json(b));
+    print(json{{"builds", list}}.dump(2) + "\n");
+  } else if (builds.empty()) {
+    print(fmt::format("No builds recorded yet in {}. Run a build with 'memgate run -- ...' first.\n", path));
+  } else {
+    print_builds(builds);
+  }
+  return 0;
+}
+
+std::optional<std::int64_t> parse_id(const std::string& s) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+int show_build(History& h, const HistoryOptions& o, const std::string& path) {
+  std::optional<std::int64_t> id;
+  if (o.build == "last") {
+    id = h.last_build_id(std::nullopt, std::nullopt);
+    if (!id) {
+      log::error("no builds recorded yet in {}", path);
+      return 1;
+    }
+  } else if (!(id = parse_id(o.build))) {
+    log::error("--build wants a build id or 'last', not '{}'", o.build);
+    return 2;
+  }
+  auto b = h.load_build(*id);
+  if (!b) {
+    log::error("no build with id {} in {}", *id, path);
+    return 1;
+  }
+  std::vector<const JobRecord*> jobs;
+  for (const auto& j : b->jobs) jobs.push_back(&j);
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const JobRecord* a, const JobRecord* c) { return a->peak_bytes > c->peak_bytes; });
+  if (o.json) {
+    json build = build_json(summarize_build(*b));
+    build["end_unix"] = b->end_unix;
+    build["capacity_bytes"] = b->capacity;
+    build["slots"] = b->slots;
+    build["counters"] = b->counters;
+    json list = json::array();
+    for (const JobRecord* j : jobs) list.push_back(job_json(*j));
+    print(json{{"build", build}, {"jobs", list}}.dump(2) + "\n");
+  } else {
+    print_build(*b, jobs);
+  }
+  return 0;
+}
+
+int run_history(const HistoryOptions& o) {
+  const std::string path = History::resolve_path(o.history);
+  if (!path_exists(path) && o.build.empty()) {
+    // Do not create a database just to say there is nothing in it.
+    print(o.json ? json{{"builds", json::array()}}.dump(2) + "\n"
+                 : fmt::format("No builds recorded yet ({} does not exist). Run a build with 'memgate run -- ...' "
+                               "first.\n",
+                               path));
+    return 0;
+  }
+  if (!path_exists(path)) {
+    if (auto id = parse_id(o.build)) log::error("no build with id {} in {}", *id, path);
+    else log::error("no builds recorded yet in {}", path);
+    return 1;
+  }
+  auto h = History::open(path);
+  if (!h) {
+    log::error("{}", h.error());
+    return 1;
+  }
+  return o.build.empty() ? show_builds(**h, o, path) : show_build(**h, o, path);
+}
+
+}  // namespace
 
 void add_history_command(CLI::App& app, int* status) {
-  auto* cmd = app.add_subcommand("history", "not implemented yet");
-  cmd->callback([status] {
-    log::error("'history' is not implemented yet");
-    *status = 1;
-  });
+  auto opts = std::make_shared<HistoryOptions>();
+  auto* cmd = app.add_subcommand("history", "past builds, or one build's jobs with predicted and actual memory");
+  cmd->add_flag("--json", opts->json, "machine-readable output");
+  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'");
+  cmd->add_option("--history", opts->history,
+                  "history database (default: $MEMGATE_HISTORY, else $XDG_CACHE_HOME/memgate/history.db)");
+  cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")->check(CLI::PositiveNumber);
+  cmd->callback([opts, status] { *status = run_history(*opts); });
 }
 
 }  // namespace memgate

@@ -29,6 +29,11 @@ struct BuildSummary {
   double wait_s = 0;  // total time jobs waited for memory
 };
 
+// The summary line of a stored build: job count, and the time jobs waited
+// for memory (the governor's "wait_memory_ms" counter, or else the sum of
+// the jobs' admission waits).
+BuildSummary summarize_build(const BuildRecord& build);
+
 class History {
  public:
   // The path used when neither --history nor MEMGATE_HISTORY is given:

@@ -1,0 +1,105 @@
+#include "history/schema.hpp"
+
+#include <string>
+
+#include <fmt/core.h>
+
+namespace memgate {
+namespace {
+
+// v1: builds and their jobs. Figures are bytes (INTEGER) and seconds
+// (REAL); nested lists are JSON text (see codec.hpp).
+constexpr std::string_view kV1 = R"sql(
+CREATE TABLE builds (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  cwd            TEXT    NOT NULL,
+  command        TEXT    NOT NULL,
+  start_unix     REAL    NOT NULL,
+  end_unix       REAL    NOT NULL,
+  exit_status    INTEGER NOT NULL,
+  capacity_bytes INTEGER NOT NULL,
+  budget_bytes   INTEGER NOT NULL,
+  slots          INTEGER NOT NULL,
+  peak_bytes     INTEGER NOT NULL,
+  job_count      INTEGER NOT NULL,
+  wait_s         REAL    NOT NULL,
+  counters       TEXT    NOT NULL,
+  memory         TEXT    NOT NULL,
+  events         TEXT    NOT NULL
+);
+CREATE INDEX builds_cwd_command ON builds (cwd, command);
+CREATE TABLE jobs (
+  build_id                   INTEGER NOT NULL REFERENCES builds (id) ON DELETE CASCADE,
+  seq                        INTEGER NOT NULL,
+  identity                   TEXT    NOT NULL,
+  tool                       TEXT    NOT NULL,
+  klass                      TEXT    NOT NULL,
+  stem                       TEXT    NOT NULL,
+  cpu_weight                 INTEGER NOT NULL,
+  argv_digest                TEXT    NOT NULL,
+  cwd                        TEXT    NOT NULL,
+  submit_s                   REAL,
+  start_s                    REAL,
+  end_s                      REAL,
+  wait_s                     REAL,
+  frozen_s                   REAL,
+  cpu_s                      REAL,
+  peak_bytes                 INTEGER,
+  predicted_peak_bytes       INTEGER,
+  predicted_wall_s           REAL,
+  predicted_cpu_s            REAL,
+  predicted_peak_over_frac   REAL,
+  predicted_after_peak_bytes INTEGER,
+  predicted_confidence       REAL,
+  predicted_source           TEXT,
+  t_peak_s                   REAL,
+  peak_over_frac             REAL,
+  after_peak_bytes           INTEGER,
+  exit_status                INTEGER,
+  attempts                   INTEGER,
+  attempt_log                TEXT,
+  profile                    TEXT,
+  PRIMARY KEY (build_id, seq)
+);
+CREATE INDEX jobs_identity ON jobs (identity);
+CREATE INDEX jobs_klass ON jobs (klass);
+)sql";
+
+Result<int> user_version(sql::Db& db) {
+  auto v = db.query_text("PRAGMA user_version");
+  if (!v) return Error{v.error()};
+  return v->empty() ? 0 : std::stoi(*v);
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& history_migrations() {
+  static const std::vector<std::string_view> list = {kV1};
+  return list;
+}
+
+int history_schema_version() { return static_cast<int>(history_migrations().size()); }
+
+Status migrate_history(sql::Db& db) {
+  const int target = history_schema_version();
+  auto v = user_version(db);
+  if (!v) return Error{v.error()};
+  if (*v == target) return ok_status();
+  if (*v > target)
+    return Error{fmt::format("schema version {} is newer than this memgate understands ({})", *v, target)};
+  if (auto s = db.exec("BEGIN IMMEDIATE"); !s) return s;
+  // Someone may have migrated while we waited for the lock.
+  v = user_version(db);
+  Status result = v ? ok_status() : Status(Error{v.error()});
+  for (int i = v ? *v : target; result && i < target; ++i) {
+    result = db.exec(history_migrations()[static_cast<size_t>(i)]);
+    if (result) result = db.exec(fmt::format("PRAGMA user_version = {}", i + 1));
+  }
+  if (!result) {
+    (void)db.exec("ROLLBACK");
+    return result;
+  }
+  return db.exec("COMMIT");
+}
+
+}  // namespace memgate
