@@ -1,0 +1,109 @@
+// The wire protocol between a wrapper and the governor (`memgate run`).
+//
+// A frame is a 4-byte little-endian payload length followed by the
+// payload, a JSON object whose "type" names the message. One wrapper
+// connection carries one job:
+//
+//   wrapper -> governor   request   what is about to run
+//   governor -> wrapper   grant     start now (join these cgroups first)
+//   wrapper -> governor   started   the child's pid
+//   wrapper -> governor   exit      how the attempt ended, with measurements
+//   governor -> wrapper   verdict   rerun (wait for another grant) or done
+//
+// Anything else on the wire (a length over kMaxFrame, a zero length, bad
+// JSON, an unknown type, a missing or wrongly typed field) is a protocol
+// error: the receiver drops the connection. JSON stays inside protocol.cpp
+// so the rest of memgate compiles without it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "util/result.hpp"
+#include "util/size.hpp"
+
+namespace memgate {
+
+constexpr std::uint32_t kMaxFrame = 1024 * 1024;  // payload bytes
+constexpr int kProtocolVersion = 1;
+
+struct RequestMsg {
+  int v = kProtocolVersion;
+  std::vector<std::string> argv;  // real program + args; may be truncated (see argv_truncated)
+  bool argv_truncated = false;    // argv was cut to keep the frame under kMaxFrame
+  std::string cwd;
+  std::string tool, identity, klass, stem;  // from analyze_command()
+  int cpu_weight = 1;
+  int pid = 0;  // the wrapper's pid
+};
+
+struct GrantMsg {
+  int job = 0;
+  int attempt = 0;
+  std::vector<std::string> cgroups;  // dirs the child joins (cgroup.procs) before exec
+};
+
+struct StartedMsg {
+  int pid = 0;  // the child running the program
+};
+
+struct ExitMsg {
+  int status = 0;       // raw wait status (WIFEXITED/WIFSIGNALED apply)
+  double wall_s = 0;    // fork to reap
+  double cpu_s = 0;     // user + system of the child and the descendants it reaped
+  Bytes maxrss_bytes = 0;  // largest RSS of any single process in the tree
+};
+
+struct VerdictMsg {
+  bool rerun = false;  // true: wait for a new grant and run the program again
+};
+
+using Message = std::variant<RequestMsg, GrantMsg, StartedMsg, ExitMsg, VerdictMsg>;
+
+// "request", "grant", ... for logs.
+const char* message_type(const Message& m);
+
+// The JSON payload alone. A request whose argv would not fit in kMaxFrame
+// is encoded with its argv cut short and argv_truncated set; the argv only
+// serves identity, digests and display. Strings that are not UTF-8 are
+// encoded with U+FFFD in place of the bad bytes.
+std::string encode_payload(const Message& m);
+// Length prefix + payload.
+std::string encode_frame(const Message& m);
+Result<Message> decode_payload(std::string_view payload);
+
+// Parses the 4-byte header; an error for a zero or oversized length.
+Result<std::uint32_t> decode_length(const unsigned char header[4]);
+
+// Incremental decoding for nonblocking readers: feed whatever arrived,
+// then pop messages until it says it needs more. After an error the stream
+// cannot be resynchronised, so the error is sticky.
+class FrameDecoder {
+ public:
+  void feed(std::string_view bytes);
+  // nullopt: no complete frame buffered yet. Otherwise a message or the
+  // protocol error that ended the stream.
+  std::optional<Result<Message>> pop();
+  bool failed() const { return failed_; }
+  // Bytes of an incomplete frame are buffered: an EOF now means the peer
+  // sent a truncated frame.
+  bool mid_frame() const { return buf_.size() > pos_; }
+
+ private:
+  std::string buf_;
+  std::size_t pos_ = 0;  // start of the unconsumed bytes
+  bool failed_ = false;
+};
+
+// Blocking helpers for the wrapper. Writes never raise SIGPIPE on a
+// socket. read_message returns an error that says "closed" when the peer
+// hung up cleanly between frames.
+Status write_message(int fd, const Message& m);
+Result<Message> read_message(int fd);
+bool is_closed_error(const std::string& error);
+
+}  // namespace memgate
