@@ -1,0 +1,400 @@
+#include "predict/predictor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "predict/identity.hpp"
+#include "predict/profile.hpp"
+
+using namespace memgate;
+
+namespace {
+
+constexpr Bytes MB = 1000 * 1000;
+
+JobKey key_for(const std::string& stem, const std::string& klass = "nvcc:compile[sm_80]", int weight = 1) {
+  JobKey k;
+  k.tool = klass.substr(0, klass.find(':'));
+  k.klass = klass;
+  k.stem = stem;
+  k.identity = k.tool + ":compile:src/" + stem + ".cu->" + stem + ".o" + klass.substr(std::min(klass.find('['), klass.size()));
+  k.cpu_weight = weight;
+  return k;
+}
+
+JobRecord record(const JobKey& key, Bytes peak, int exit_status = 0) {
+  JobRecord r;
+  r.key = key;
+  r.peak_bytes = peak;
+  r.exit_status = exit_status;
+  r.start_s = 10;
+  r.end_s = 110;
+  r.cpu_s = 95;
+  r.peak_over_frac = 0.25;
+  r.after_peak_bytes = peak / 4;
+  r.attempt_log.push_back({10, 110, exit_status == 0 ? "ok" : "failed", peak});
+  return r;
+}
+
+double rel_error(Bytes predicted, Bytes actual) {
+  return std::abs(static_cast<double>(predicted - actual)) / static_cast<double>(actual);
+}
+
+}  // namespace
+
+TEST(Predictor, DefaultsAreConservativePerTool) {
+  auto d = [](const std::string& tool, const std::string& klass, int w = 1) {
+    JobKey k;
+    k.tool = tool;
+    k.klass = klass;
+    k.cpu_weight = w;
+    return default_prediction(k);
+  };
+  EXPECT_EQ(d("nvcc", "nvcc:compile[sm_80]").peak, 4 * GiB);
+  EXPECT_EQ(d("nvcc", "nvcc:compile[sm_80,sm_90]", 2).peak, 8 * GiB);
+  EXPECT_EQ(d("hipcc", "hipcc:compile").peak, 4 * GiB);
+  EXPECT_EQ(d("g++", "g++:compile").peak, 1 * GiB);
+  EXPECT_EQ(d("clang++", "clang++:compile").peak, 1 * GiB);
+  EXPECT_EQ(d("cc", "cc:compile").peak, 512 * MiB);
+  EXPECT_EQ(d("cc", "cc:link").peak, 1 * GiB);  // links are never guessed small
+  EXPECT_EQ(d("ld.lld", "ld.lld:link").peak, 1 * GiB);
+  EXPECT_EQ(d("rustc", "rustc:compile").peak, 2 * GiB);
+  EXPECT_EQ(d("frobnicate", "frobnicate:link").peak, 1 * GiB);
+  auto p = d("nvcc", "nvcc:compile");
+  EXPECT_EQ(p.source, "default");
+  EXPECT_EQ(p.confidence, 0);
+  EXPECT_EQ(p.peak_over_frac, 1.0);  // never release a guess early
+  Predictor empty;
+  EXPECT_EQ(empty.predict(key_for("x")).peak, 4 * GiB);
+  EXPECT_EQ(empty.predict(key_for("x")).source, "default");
+}
+
+TEST(Predictor, OwnHistoryWinsOverSimilarJobs) {
+  Predictor p;
+  for (int i = 0; i < 5; ++i) p.add_history(record(key_for("flash_bwd_hdim" + std::to_string(i)), 6000 * MB));
+  auto mine = key_for("flash_bwd_small");
+  p.add_history(record(mine, 300 * MB));
+  auto pred = p.predict(mine);
+  EXPECT_EQ(pred.source, "history");
+  EXPECT_GE(pred.peak, 300 * MB);
+  EXPECT_LE(pred.peak, 330 * MB);  // a small margin, not the neighbours' 6 GB
+  EXPECT_DOUBLE_EQ(pred.wall_s, 100);
+  EXPECT_DOUBLE_EQ(pred.cpu_s, 95);
+  EXPECT_DOUBLE_EQ(pred.peak_over_frac, 0.25);
+  EXPECT_GE(pred.after_peak, 75 * MB);
+  EXPECT_LE(pred.after_peak, pred.peak);
+}
+
+TEST(Predictor, ConfidenceGrowsWithConsistentRuns) {
+  Predictor p;
+  auto k = key_for("a");
+  p.add_history(record(k, 1000 * MB));
+  double one = p.predict(k).confidence;
+  p.add_history(record(k, 1020 * MB));
+  p.add_history(record(k, 990 * MB));
+  EXPECT_DOUBLE_EQ(p.predict(k).confidence, 1.0);
+  EXPECT_LT(one, 1.0);
+  p.add_history(record(k, 3000 * MB));
+  EXPECT_LT(p.predict(k).confidence, 1.0);
+}
+
+TEST(Predictor, OlderPeaksDecay) {
+  Predictor p;
+  auto k = key_for("decaying");
+  p.add_history(record(k, 2000 * MB));
+  Bytes after_big = p.predict(k).peak;
+  std::vector<Bytes> preds;
+  for (int i = 0; i < 7; ++i) {
+    p.add_history(record(k, 1000 * MB));
+    preds.push_back(p.predict(k).peak);
+  }
+  EXPECT_GE(after_big, 2000 * MB);
+  // The old 2 GB run still counts right after, then fades out.
+  EXPECT_GT(preds.front(), 1600 * MB);
+  EXPECT_TRUE(std::is_sorted(preds.rbegin(), preds.rend()));
+  EXPECT_GE(preds.back(), 1000 * MB);  // never below the newest run
+  EXPECT_LE(preds.back(), 1100 * MB);
+  // A newer, higher run counts at once.
+  p.observe(record(k, 1500 * MB));
+  EXPECT_GE(p.predict(k).peak, 1500 * MB);
+}
+
+TEST(Predictor, FailedRunsCountLess) {
+  Predictor p;
+  auto k = key_for("broken");
+  p.add_history(record(k, 1000 * MB));
+  p.add_history(record(k, 3000 * MB, /*exit_status=*/1));
+  auto pred = p.predict(k);
+  EXPECT_EQ(pred.source, "history");
+  EXPECT_LT(pred.peak, 2000 * MB);
+  EXPECT_GE(pred.peak, 1000 * MB);
+
+  // Only failed runs: they are a floor, not the answer.
+  auto only_failed = key_for("never_built", "g++:compile");
+  p.add_history(record(only_failed, 100 * MB, 1));
+  EXPECT_EQ(p.predict(only_failed).source, "default");
+  EXPECT_EQ(p.predict(only_failed).peak, 1 * GiB);
+}
+
+TEST(Predictor, KilledAttemptIsAFloorForTheRetry) {
+  Predictor p;
+  auto k = key_for("oom_victim");
+  JobRecord killed = record(k, 5000 * MB, 137);
+  killed.attempt_log.back().outcome = "oom";
+  p.observe(killed);
+  EXPECT_GE(p.predict(k).peak, 6250 * MB);  // it needed more than it got
+  JobRecord requeued = record(key_for("frozen_then_killed"), 9 * GiB, 0);
+  requeued.attempt_log.back().outcome = "requeued";
+  p.observe(requeued);
+  EXPECT_GE(p.predict(requeued.key).peak, 9 * GiB);
+  // Once it completes, the complete run is the answer again.
+  p.observe(record(k, 5500 * MB));
+  EXPECT_EQ(p.predict(k).source, "history");
+  EXPECT_GE(p.predict(k).peak, 5500 * MB);
+  EXPECT_LE(p.predict(k).peak, 6000 * MB);
+}
+
+TEST(Predictor, SimilarStemsShareTheirPeaks) {
+  Predictor p;
+  p.add_history(record(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB));
+  p.add_history(record(key_for("flash_bwd_hdim64_fp16_sm80"), 6260 * MB));
+  p.add_history(record(key_for("flash_bwd_hdim32_fp16_sm80"), 4520 * MB));
+  p.add_history(record(key_for("flash_fwd_hdim128_fp16_sm80"), 4260 * MB));
+  p.add_history(record(key_for("flash_fwd_hdim64_fp16_sm80"), 3680 * MB));
+  p.add_history(record(key_for("flash_fwd_hdim32_fp16_sm80"), 3300 * MB));
+
+  auto bwd = p.predict(key_for("flash_bwd_hdim128_bf16_causal_sm80"));
+  EXPECT_EQ(bwd.source, "similar");
+  EXPECT_GE(bwd.peak, 6260 * MB);  // the flash_bwd_hdim128 neighbour
+  EXPECT_LE(bwd.peak, 6370 * MB);
+  auto fwd = p.predict(key_for("flash_fwd_hdim256_bf16_sm80"));
+  EXPECT_EQ(fwd.source, "similar");
+  EXPECT_GE(fwd.peak, 3680 * MB);  // a high quantile of the forward kernels only
+  EXPECT_LE(fwd.peak, 4260 * MB);
+  EXPECT_DOUBLE_EQ(fwd.peak_over_frac, 0.25);
+  EXPECT_GT(fwd.confidence, 0);
+  EXPECT_LT(fwd.confidence, 1);
+}
+
+TEST(Predictor, OtherArchsOfTheSameStemScaleByWeight) {
+  Predictor p;
+  p.add_history(record(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB));
+  auto two_archs = key_for("flash_bwd_hdim128_fp16_sm80", "nvcc:compile[sm_80,sm_90]", 2);
+  auto pred = p.predict(two_archs);
+  EXPECT_EQ(pred.source, "similar");
+  EXPECT_EQ(pred.peak, 2 * 6370 * MB);  // measured: 12.6 GB
+}
+
+TEST(Predictor, LearnsFromThisBuild) {
+  Predictor p;
+  auto fresh = key_for("main", "c++:compile");
+  EXPECT_EQ(p.predict(fresh).source, "default");
+  p.observe(record(key_for("alpha", "c++:compile"), 200 * MB));
+  auto after_one = p.predict(fresh);
+  EXPECT_EQ(after_one.source, "build");
+  EXPECT_LT(after_one.peak, 1 * GiB);  // moved off the default...
+  EXPECT_GT(after_one.peak, 400 * MB);  // ...but one job is weak evidence
+  for (const char* s : {"beta", "gamma", "delta", "epsilon"}) p.observe(record(key_for(s, "c++:compile"), 200 * MB));
+  auto learned = p.predict(fresh);
+  EXPECT_EQ(learned.source, "build");
+  EXPECT_EQ(learned.peak, 200 * MB);
+  // Another klass learns nothing from it.
+  EXPECT_EQ(p.predict(key_for("main", "nvcc:compile[sm_80]")).source, "default");
+}
+
+TEST(Predictor, MixedClassUsesAHighQuantileNotTheMax) {
+  Predictor p;
+  for (int i = 0; i < 19; ++i) p.observe(record(key_for("light" + std::to_string(i), "g++:compile"), (100 + i) * MB));
+  p.observe(record(key_for("heavy", "g++:compile"), 2000 * MB));
+  auto pred = p.predict(key_for("unrelated", "g++:compile"));
+  EXPECT_LT(pred.peak, 2000 * MB);
+  EXPECT_GE(pred.peak, 110 * MB);  // above the median of the light ones
+}
+
+// The acceptance figure: a second identical build is predicted
+// within 15% (median) and 2x (every job) of what it really uses.
+TEST(Predictor, SecondRunOfAMixedWorkloadIsAccurate) {
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<double> peak_dist(200e6, 1.2e9);
+  std::uniform_real_distribution<double> noise(0.95, 1.05);
+  const char* families[] = {"parser", "codegen", "kernel_fwd", "kernel_bwd", "util"};
+  std::vector<std::pair<JobKey, double>> jobs;
+  for (int i = 0; i < 100; ++i) {
+    std::string stem = std::string(families[i % 5]) + "_part" + std::to_string(i);
+    jobs.emplace_back(key_for(stem, i % 3 ? "c++:compile" : "nvcc:compile[sm_80]"), peak_dist(rng));
+  }
+  Predictor first;
+  for (const auto& [k, peak] : jobs) first.observe(record(k, static_cast<Bytes>(peak * noise(rng))));
+
+  Predictor second;  // a new build, seeded from the first one's history
+  for (const auto& [k, peak] : jobs) second.add_history(record(k, static_cast<Bytes>(peak * noise(rng))));
+  std::vector<double> errors;
+  for (const auto& [k, peak] : jobs) {
+    Bytes actual = static_cast<Bytes>(peak * noise(rng));
+    Prediction pred = second.predict(k);
+    EXPECT_EQ(pred.source, "history");
+    errors.push_back(rel_error(pred.peak, actual));
+    EXPECT_LE(pred.peak, 2 * actual) << k.identity;
+    EXPECT_GE(2 * pred.peak, actual) << k.identity;
+    EXPECT_GE(static_cast<double>(pred.peak), 0.9 * static_cast<double>(actual)) << k.identity;
+  }
+  std::nth_element(errors.begin(), errors.begin() + 50, errors.end());
+  EXPECT_LE(errors[50], 0.15);
+}
+
+TEST(Predictor, ManyJobsStayIndexed) {
+  Predictor p;
+  for (int i = 0; i < 5000; ++i)
+    p.add_history(record(key_for("f" + std::to_string(i % 50) + "_x" + std::to_string(i)), (100 + i % 100) * MB));
+  EXPECT_EQ(p.known_identities(), 5000u);
+  for (int i = 0; i < 5000; ++i) {
+    auto pred = p.predict(key_for("f" + std::to_string(i % 50) + "_x" + std::to_string(i)));
+    ASSERT_EQ(pred.source, "history");
+    ASSERT_GE(pred.peak, (100 + i % 100) * MB);
+  }
+}
+
+TEST(PeakTiming, SinglePeakThenLow) {
+  std::vector<MemSample> prof;
+  for (int t = 0; t <= 100; ++t) {
+    Bytes b = t <= 20 ? t * 200 * MB : 1000 * MB;
+    prof.push_back({static_cast<double>(t), b});
+  }
+  auto pt = peak_timing(prof);
+  EXPECT_EQ(pt.peak, 4000 * MB);
+  EXPECT_DOUBLE_EQ(pt.t_peak_s, 20);
+  EXPECT_NEAR(pt.peak_over_frac, 0.21, 1e-9);  // the sample after the last high one
+  EXPECT_EQ(pt.after_peak_bytes, 1000 * MB);
+  EXPECT_NEAR(peak_timing(prof, 210).peak_over_frac, 0.1, 1e-9);  // a longer job (explicit duration)
+}
+
+TEST(PeakTiming, SeveralPeaksReleaseOnlyAfterTheLast) {
+  // Two archs compiled one after the other: two equal peaks.
+  std::vector<MemSample> prof;
+  for (int t = 0; t <= 100; ++t) {
+    Bytes b = (t == 20 || t == 60) ? 4000 * MB : (t == 61 ? 3700 * MB : 900 * MB);
+    prof.push_back({static_cast<double>(t), b});
+  }
+  auto pt = peak_timing(prof);
+  EXPECT_DOUBLE_EQ(pt.t_peak_s, 20);
+  EXPECT_NEAR(pt.peak_over_frac, 0.62, 1e-9);  // 61 is still within 90%
+  EXPECT_EQ(pt.after_peak_bytes, 900 * MB);
+}
+
+TEST(PeakTiming, HighToTheEndKeepsTheReservation) {
+  std::vector<MemSample> prof = {{0, 100}, {1, 500}, {2, 1000}, {3, 990}};
+  auto pt = peak_timing(prof);
+  EXPECT_DOUBLE_EQ(pt.peak_over_frac, 1.0);
+  EXPECT_EQ(pt.after_peak_bytes, 1000);
+  auto none = peak_timing({});
+  EXPECT_EQ(none.peak, 0);
+  EXPECT_DOUBLE_EQ(none.peak_over_frac, 1.0);
+}
+
+TEST(PeakTiming, DownsamplingKeepsPeakAndEnd) {
+  std::vector<MemSample> prof;
+  for (int t = 0; t < 1000; ++t) prof.push_back({t * 0.2, (t == 377 ? 5000 : 100 + t % 7) * MB});
+  auto small = downsample_profile(prof, 64);
+  EXPECT_LE(small.size(), 64u);
+  EXPECT_DOUBLE_EQ(small.back().t_s, prof.back().t_s);
+  EXPECT_EQ(peak_timing(small).peak, 5000 * MB);
+  EXPECT_TRUE(std::is_sorted(small.begin(), small.end(),
+                             [](const MemSample& a, const MemSample& b) { return a.t_s < b.t_s; }));
+  EXPECT_EQ(downsample_profile(small, 64).size(), small.size());
+}
+
+// --- the measured flash-attn jobs (see /work/shared/data/README.md) ---
+
+namespace {
+
+// The data files have CRLF line ends.
+bool get_line(std::istream& in, std::string& line) {
+  if (!std::getline(in, line)) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
+std::string data_dir() {
+  if (const char* d = std::getenv("MEMGATE_DATA")) return d;
+  return "/work/shared/data";
+}
+
+std::vector<MemSample> load_profile(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<MemSample> out;
+  std::string line;
+  get_line(in, line);  // header
+  while (get_line(in, line)) {
+    auto comma = line.find(',');
+    if (comma == std::string::npos) continue;
+    out.push_back({std::stod(line.substr(0, comma)), std::stoll(line.substr(comma + 1))});
+  }
+  return out;
+}
+
+struct MeasuredJob {
+  std::string targets, profile;
+  double wall_s = 0, t_peak_s = 0;
+  Bytes peak = 0;
+  bool contended = false;
+};
+
+std::vector<MeasuredJob> load_jobs() {
+  std::ifstream in(data_dir() + "/flash-attn-nvcc-jobs.csv");
+  std::vector<MeasuredJob> out;
+  std::string line;
+  get_line(in, line);
+  while (get_line(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+    if (f.size() < 11) continue;
+    out.push_back({f[1], f[10], std::stod(f[4]), std::stod(f[7]), std::stoll(f[5]), f[9] == "1"});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(PeakTiming, MeasuredFlashAttnJobs) {
+  auto jobs = load_jobs();
+  if (jobs.empty()) GTEST_SKIP() << "no flash-attn data in " << data_dir();
+  int checked = 0;
+  for (const auto& j : jobs) {
+    auto prof = load_profile(data_dir() + "/flash-attn-profiles/" + j.profile);
+    if (prof.empty() || j.contended || (j.targets != "sm80" && j.targets != "sm90")) continue;
+    auto pt = peak_timing(downsample_profile(prof, 64), j.wall_s);
+    SCOPED_TRACE(j.profile);
+    EXPECT_GE(pt.peak_over_frac, 0.10);  // README: the peak comes 10-32% in
+    EXPECT_LE(pt.peak_over_frac, 0.40);
+    EXPECT_NEAR(pt.t_peak_s, j.t_peak_s, 1.5);
+    EXPECT_LE(pt.peak, j.peak);
+    EXPECT_GE(static_cast<double>(pt.peak), 0.97 * static_cast<double>(j.peak));
+    EXPECT_GE(pt.after_peak_bytes, pt.peak / 5);  // falls to a quarter-ish, not to nothing
+    EXPECT_LE(pt.after_peak_bytes, pt.peak * 7 / 10);
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST(PeakTiming, MeasuredJobsBackToBackReleaseAfterTheSecondPeak) {
+  // sm80 then sm90 of the same kernel, as one job compiling two archs
+  // with --threads 1 runs them.
+  auto a = load_profile(data_dir() + "/flash-attn-profiles/flash_fwd_hdim128_fp16_sm80__sm80__t1__rerun.csv");
+  auto b = load_profile(data_dir() + "/flash-attn-profiles/flash_fwd_hdim128_fp16_sm80__sm90__t1.csv");
+  if (a.empty() || b.empty()) GTEST_SKIP() << "no flash-attn profiles in " << data_dir();
+  const double offset = a.back().t_s + 1;
+  std::vector<MemSample> both = a;
+  for (auto s : b) both.push_back({s.t_s + offset, s.bytes});
+  auto pt = peak_timing(both);
+  auto second = peak_timing(b);
+  EXPECT_GE(pt.peak_over_frac * both.back().t_s, offset + second.t_peak_s);
+  EXPECT_GT(pt.peak_over_frac, 0.5);
+  EXPECT_LT(pt.peak_over_frac, 0.7);
+}
