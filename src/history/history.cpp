@@ -86,8 +86,8 @@ OpenAttempt configure(sql::Db db) {
   return a;
 }
 
-OpenAttempt try_open(const std::string& path) {
-  auto db = sql::Db::open(path, kBusyTimeoutMs);
+OpenAttempt try_open(const std::string& path, int busy_ms) {
+  auto db = sql::Db::open(path, busy_ms);
   if (!db) return {std::nullopt, db.error(), false};
   return configure(std::move(*db));
 }
@@ -126,11 +126,13 @@ std::string History::resolve_path(const std::string& flag_value) {
   return default_path();
 }
 
-Result<std::unique_ptr<History>> History::open(const std::string& path) {
+Result<std::unique_ptr<History>> History::open(const std::string& path) { return open(path, kBusyTimeoutMs); }
+
+Result<std::unique_ptr<History>> History::open(const std::string& path, int busy_timeout_ms) {
   make_parent_dirs(path);
   for (int attempt = 0;; ++attempt) {
     const FileId seen = file_id(path);
-    OpenAttempt a = try_open(path);
+    OpenAttempt a = try_open(path, busy_timeout_ms);
     if (a.db) return std::unique_ptr<History>(new SqliteHistory(std::move(*a.db), path));
     if (!a.corrupt || attempt >= 2)
       return Error{fmt::format("cannot use history database {}: {}", path, a.error)};

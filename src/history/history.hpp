@@ -47,6 +47,9 @@ class History {
   // warning and a fresh one is created. Errors only when no usable
   // database can be had at all (the caller then runs without history).
   static Result<std::unique_ptr<History>> open(const std::string& path);
+  // The same with another lock wait than the default 10 s (tests; tools
+  // that would rather skip history than wait).
+  static Result<std::unique_ptr<History>> open(const std::string& path, int busy_timeout_ms);
 
   virtual ~History() = default;
 

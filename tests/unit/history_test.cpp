@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -319,6 +320,44 @@ TEST_F(HistoryTest, DamagedPagesAreMovedAside) {
   EXPECT_TRUE(h->list_builds(10).empty());
 }
 
+TEST_F(HistoryTest, SavesALargeBuildInOneTransaction) {
+  auto h = open();
+  ASSERT_TRUE(h);
+  auto id = h->save_build(sample_build("/big", "ninja", 10000));
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(count_rows(path_, "jobs"), 10000);
+  auto back = h->load_build(*id);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->jobs.size(), 10000u);
+  expect_same_job(back->jobs[9999], sample_job(9999));
+}
+
+// A lock held past the timeout is an error for the caller to bypass, not
+// corruption: the file stays, and reading still works (WAL).
+TEST_F(HistoryTest, LockedBeyondTheTimeoutIsAnError) {
+  {
+    auto h = open();
+    ASSERT_TRUE(h);
+    ASSERT_TRUE(h->save_build(sample_build()).ok());
+  }
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::string warnings;
+  log::set_sink([&](log::Level, std::string_view line) { warnings += line; });
+  auto h = History::open(path_, 50);
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ((*h)->list_builds(10).size(), 1u);
+  auto saved = (*h)->save_build(sample_build());
+  EXPECT_FALSE(saved.ok());
+  EXPECT_NE(saved.error().find(path_), std::string::npos) << saved.error();
+  EXPECT_EQ(warnings.find("corrupt"), std::string::npos);
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_TRUE((*h)->save_build(sample_build()).ok());  // and works once the lock is gone
+  EXPECT_EQ((*h)->list_builds(10).size(), 2u);
+}
+
 TEST_F(HistoryTest, UnusablePathIsAnError) {
   fs::create_directories(path_);  // a directory where the file should be
   auto h = History::open(path_);
@@ -424,7 +463,10 @@ Output run_memgate(const std::vector<std::string>& args, const std::string& dir)
   Output o;
   int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return o;
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot run " << full[0] << ": " << std::strerror(rc);
+    return o;
+  }
   int status = 0;
   ::waitpid(pid, &status, 0);
   o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
