@@ -1,0 +1,308 @@
+#include "wrap/server.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "util/fs.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+// One connection gets at most this much reading per loop turn, so a
+// flooding peer cannot starve the others (or the governor's own work).
+constexpr std::size_t kReadPerTurn = 1024 * 1024;
+constexpr std::size_t kConnectionCap = 16384;
+constexpr std::size_t kFdReserve = 64;  // fds kept for cgroups, /proc, history
+constexpr rlim_t kNofileTarget = 65536;
+constexpr std::uint64_t kMaxLoggedDrops = 20;
+
+struct Conn {
+  int fd = -1;
+  pid_t pid = 0;
+  FrameDecoder decoder;
+  std::string out;  // frames not yet taken by the socket
+  bool broken = false;
+};
+
+// Raises the soft fd limit (hundreds of wrappers wait at once) and
+// returns how many connections that leaves room for.
+std::size_t connection_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
+  rlim_t want = std::min<rlim_t>(rl.rlim_max, kNofileTarget);
+  if (rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = want;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  std::size_t soft = rl.rlim_cur == RLIM_INFINITY ? kConnectionCap : static_cast<std::size_t>(rl.rlim_cur);
+  if (soft < kFdReserve + 16) return 16;
+  return std::min(kConnectionCap, soft - kFdReserve);
+}
+
+}  // namespace
+
+struct JobServer::State {
+  std::string path;
+  int listen_fd = -1;
+  std::unordered_map<ConnId, Conn> conns;
+  std::unordered_map<int, ConnId> by_fd;
+  ConnId next_id = 1;
+  ServerCounters counters;
+  std::size_t max_conns = 256;
+  bool skip_accept_once = false;  // after EMFILE: sit out one poll turn
+  std::uint64_t logged_drops = 0;
+  std::uint64_t logged_refusals = 0;
+
+  Conn* find(ConnId id) {
+    auto it = conns.find(id);
+    return it == conns.end() ? nullptr : &it->second;
+  }
+  void drop(ConnId id) {
+    auto it = conns.find(id);
+    if (it == conns.end()) return;
+    by_fd.erase(it->second.fd);
+    ::close(it->second.fd);
+    conns.erase(it);
+  }
+};
+
+JobServer::JobServer(std::unique_ptr<State> s) : s_(std::move(s)) {}
+JobServer::JobServer(JobServer&&) noexcept = default;
+JobServer& JobServer::operator=(JobServer&&) noexcept = default;
+
+JobServer::~JobServer() {
+  if (!s_) return;
+  for (auto& [id, c] : s_->conns) ::close(c.fd);
+  if (s_->listen_fd >= 0) {
+    ::close(s_->listen_fd);
+    ::unlink(s_->path.c_str());
+  }
+}
+
+Result<JobServer> JobServer::listen(const std::string& socket_path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof addr.sun_path)
+    return Error{fmt::format("socket path too long ({} bytes, at most {}): {}", socket_path.size(),
+                             sizeof addr.sun_path - 1, socket_path)};
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+
+  struct stat st;
+  if (::lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(socket_path.c_str());
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error{fmt::format("socket: {}", std::strerror(errno))};
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Error{fmt::format("cannot listen on {}: {}", socket_path, std::strerror(e))};
+  }
+  auto s = std::make_unique<State>();
+  s->path = socket_path;
+  s->listen_fd = fd;
+  s->max_conns = connection_limit();
+  return JobServer(std::move(s));
+}
+
+void JobServer::append_pollfds(std::vector<pollfd>& fds) const {
+  bool accept = s_->conns.size() < s_->max_conns && !s_->skip_accept_once;
+  s_->skip_accept_once = false;
+  if (accept) fds.push_back({s_->listen_fd, POLLIN, 0});
+  for (const auto& [id, c] : s_->conns) {
+    short events = POLLIN;
+    if (!c.out.empty() && !c.broken) events |= POLLOUT;
+    fds.push_back({c.fd, events, 0});
+  }
+}
+
+void JobServer::handle_ready(const std::vector<pollfd>& fds) {
+  bool listen_ready = false;
+  for (const pollfd& p : fds) {
+    if (p.revents == 0) continue;
+    if (p.fd == s_->listen_fd) {
+      listen_ready = true;
+      continue;
+    }
+    auto it = s_->by_fd.find(p.fd);
+    if (it == s_->by_fd.end()) continue;  // not ours, or closed by a callback this turn
+    ConnId id = it->second;
+    if (p.revents & POLLOUT) flush(id);
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) read_from(id);
+  }
+  // Accepting last: a new connection cannot reuse an fd number that is
+  // still listed further down `fds` for a connection closed this turn.
+  if (listen_ready) accept_all();
+}
+
+void JobServer::accept_all() {
+  while (s_->conns.size() < s_->max_conns) {
+    int fd = ::accept4(s_->listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) s_->skip_accept_once = true;
+      return;
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) {
+      ++s_->counters.refused_uid;
+      if (s_->logged_refusals++ < kMaxLoggedDrops)
+        log::warn("refused a connection from uid {} (pid {}): only uid {} may use this socket", cred.uid,
+                  cred.pid, ::geteuid());
+      ::close(fd);
+      continue;
+    }
+    ConnId id = s_->next_id++;
+    Conn c;
+    c.fd = fd;
+    c.pid = cred.pid;
+    s_->conns.emplace(id, std::move(c));
+    s_->by_fd[fd] = id;
+    ++s_->counters.accepted;
+  }
+}
+
+void JobServer::flush(ConnId id) {
+  Conn* c = s_->find(id);
+  if (!c || c->out.empty()) return;
+  ssize_t n;
+  do {
+    n = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n >= 0) {
+    c->out.erase(0, static_cast<std::size_t>(n));
+  } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    // The peer is gone; reading will see the hang-up and report it.
+    c->broken = true;
+    c->out.clear();
+  }
+}
+
+void JobServer::drop_malformed(ConnId id, const std::string& why) {
+  Conn* c = s_->find(id);
+  if (!c) return;
+  ++s_->counters.dropped_malformed;
+  if (s_->logged_drops < kMaxLoggedDrops)
+    log::warn("dropped a malformed message from pid {}: {}", c->pid, why);
+  else if (s_->logged_drops == kMaxLoggedDrops)
+    log::warn("more malformed messages were dropped; not logging them any more");
+  ++s_->logged_drops;
+  s_->drop(id);
+  if (on_closed) on_closed(id);
+}
+
+void JobServer::read_from(ConnId id) {
+  char buf[kReadChunk];
+  std::size_t taken = 0;
+  while (taken < kReadPerTurn) {
+    Conn* c = s_->find(id);
+    if (!c) return;  // a callback closed it
+    ssize_t n = ::read(c->fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      if (n == 0 && c->decoder.mid_frame()) return drop_malformed(id, "truncated frame");
+      ++s_->counters.closed_by_peer;
+      s_->drop(id);
+      if (on_closed) on_closed(id);
+      return;
+    }
+    taken += static_cast<std::size_t>(n);
+    c->decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!deliver(id)) return;
+  }
+}
+
+// Pops every complete frame; false once the connection is gone.
+bool JobServer::deliver(ConnId id) {
+  for (;;) {
+    Conn* c = s_->find(id);
+    if (!c) return false;
+    auto msg = c->decoder.pop();
+    if (!msg) return true;
+    if (!*msg) {
+      drop_malformed(id, msg->error());
+      return false;
+    }
+    if (on_message) on_message(id, msg->value());
+  }
+}
+
+bool JobServer::send(ConnId id, const Message& m) {
+  Conn* c = s_->find(id);
+  if (!c || c->broken) return false;
+  bool idle = c->out.empty();
+  c->out += encode_frame(m);
+  if (idle) flush(id);
+  c = s_->find(id);
+  return c && !c->broken;
+}
+
+void JobServer::close(ConnId id) { s_->drop(id); }
+
+pid_t JobServer::peer_pid(ConnId id) const {
+  Conn* c = s_->find(id);
+  return c ? c->pid : 0;
+}
+std::size_t JobServer::connection_count() const { return s_->conns.size(); }
+std::size_t JobServer::max_connections() const { return s_->max_conns; }
+const ServerCounters& JobServer::counters() const { return s_->counters; }
+const std::string& JobServer::path() const { return s_->path; }
+
+Result<std::string> make_private_dir() {
+  std::vector<std::string> bases;
+  for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+    const char* v = std::getenv(var);
+    if (v && v[0] == '/') bases.emplace_back(v);
+  }
+  bases.emplace_back("/tmp");
+  // Room for "/memgate.sock.warned" and friends inside sun_path's 108 bytes.
+  constexpr std::size_t kMaxDirLen = sizeof(sockaddr_un::sun_path) - 32;
+  std::string last_error = "no candidate directory";
+  for (const auto& base : bases) {
+    std::string tmpl = join_path(base, "memgate-XXXXXX");
+    if (tmpl.size() > kMaxDirLen) {
+      last_error = fmt::format("{} is too long a path for a socket", base);
+      continue;
+    }
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) {
+      last_error = fmt::format("cannot create a directory in {}: {}", base, std::strerror(errno));
+      continue;
+    }
+    std::string dir(buf.data());
+    ::chmod(dir.c_str(), 0700);  // mkdtemp already does; say it for readers
+    return dir;
+  }
+  return Error{last_error};
+}
+
+Status remove_private_dir(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      ::unlink(join_path(dir, name).c_str());
+    }
+    ::closedir(d);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
+    return Error{fmt::format("cannot remove {}: {}", dir, std::strerror(errno))};
+  return ok_status();
+}
+
+}  // namespace memgate

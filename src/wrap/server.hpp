@@ -1,0 +1,97 @@
+// The governor's end of the wrapper socket: a nonblocking Unix stream
+// server that the governor's own poll() loop drives.
+//
+// How to drive it, once per loop turn:
+//
+//   std::vector<pollfd> fds = {...the loop's own fds...};
+//   server.append_pollfds(fds);          // listening socket + every connection
+//   poll(fds.data(), fds.size(), timeout);
+//   server.handle_ready(fds);            // accepts, reads, flushes; fires callbacks
+//
+// handle_ready only looks at the entries whose fd it owns, so the vector
+// may hold anything else too. Callbacks run inside handle_ready and may call
+// send() and close() on any connection.
+//
+// Security (SPEC "Security"): a peer whose uid differs from ours is closed
+// at accept and counted; a malformed, oversized or truncated frame drops
+// that one connection, is logged once and counted, and the server carries
+// on. The socket should live in a private 0700 directory (make_private_dir).
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/result.hpp"
+#include "wrap/protocol.hpp"
+
+namespace memgate {
+
+using ConnId = std::uint64_t;  // never reused within one server
+
+struct ServerCounters {
+  std::uint64_t accepted = 0;           // connections taken (uid checked)
+  std::uint64_t refused_uid = 0;        // closed at accept: another uid
+  std::uint64_t dropped_malformed = 0;  // closed for a bad, oversized or truncated frame
+  std::uint64_t closed_by_peer = 0;     // clean hang-ups
+};
+
+class JobServer {
+ public:
+  // Binds and listens on `socket_path` (an existing stale socket there is
+  // replaced). Also raises RLIMIT_NOFILE's soft limit towards the hard one:
+  // every waiting wrapper holds one connection.
+  static Result<JobServer> listen(const std::string& socket_path);
+
+  JobServer(JobServer&&) noexcept;
+  JobServer& operator=(JobServer&&) noexcept;
+  ~JobServer();  // closes everything and unlinks the socket
+
+  // A whole message arrived on a connection.
+  std::function<void(ConnId, const Message&)> on_message;
+  // The peer hung up, or the server dropped the connection (bad frame, I/O
+  // error). Not called for connections the owner close()s itself.
+  std::function<void(ConnId)> on_closed;
+
+  void append_pollfds(std::vector<pollfd>& fds) const;
+  void handle_ready(const std::vector<pollfd>& fds);
+
+  // Queues the frame and writes what the socket takes now; the rest goes
+  // out on POLLOUT. False if the connection is unknown or already broken.
+  bool send(ConnId id, const Message& m);
+  void close(ConnId id);
+
+  // The peer's pid from SO_PEERCRED, or 0 for an unknown connection.
+  pid_t peer_pid(ConnId id) const;
+  std::size_t connection_count() const;
+  // At most this many connections are open at once; beyond it the server
+  // stops accepting (the kernel backlog holds the rest, and their connect()
+  // simply waits), so no wrapper is turned away and run ungated.
+  std::size_t max_connections() const;
+  const ServerCounters& counters() const;
+  const std::string& path() const;
+
+ private:
+  struct State;
+  explicit JobServer(std::unique_ptr<State> s);
+  void accept_all();
+  void flush(ConnId id);
+  void read_from(ConnId id);
+  bool deliver(ConnId id);
+  void drop_malformed(ConnId id, const std::string& why);
+  std::unique_ptr<State> s_;
+};
+
+// A fresh 0700 directory for the socket: under $XDG_RUNTIME_DIR, else
+// $TMPDIR, else /tmp (skipping any candidate too long for a socket path or
+// not writable).
+Result<std::string> make_private_dir();
+// Removes the files directly inside `dir` (socket, markers), then `dir`.
+Status remove_private_dir(const std::string& dir);
+
+}  // namespace memgate
