@@ -1,12 +1,16 @@
 #include "report/html.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <string>
 
+#include "report/files.hpp"
 #include "report/synthetic.hpp"
 #include "report/timeline.hpp"
+#include "util/fs.hpp"
 
 using namespace memgate;
 
@@ -167,4 +171,23 @@ TEST(HtmlReport, SyntheticBuildOfAThousandJobsHasAThousandBars) {
   for (const auto& j : b.jobs) earlier += j.attempt_log.size() - 1;
   EXPECT_GT(earlier, 0u);
   EXPECT_EQ(count(html, "<rect class=\"attempt\""), earlier);
+}
+
+TEST(ReportFiles, WritesBothFilesAndNamesTheTargetOnFailure) {
+  char dir_template[] = "/tmp/memgate-report-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  BuildRecord b = small_build();
+  ASSERT_TRUE(write_reports(b, dir + "/r.html", dir + "/t.json").ok());
+  auto html = read_file(dir + "/r.html");
+  auto trace = read_file(dir + "/t.json");
+  ASSERT_TRUE(html && trace);
+  EXPECT_EQ(*html, render_html_report(b));
+  EXPECT_EQ(trace->front(), '{');
+
+  Status st = write_reports(b, dir + "/missing/r.html", "");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find(dir + "/missing/r.html: No such file or directory"), std::string::npos) << st.error();
+  for (const char* f : {"/r.html", "/t.json"}) ::unlink((dir + f).c_str());
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "no temporary files left behind";
 }
