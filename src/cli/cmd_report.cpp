@@ -1,16 +1,86 @@
+// `memgate report`: the HTML timeline and the Chrome trace of a build
+// recorded in history (the last one unless --build says which).
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <charconv>
+#include <memory>
+#include <string>
 
 #include "cli/cli.hpp"
+#include "history/history.hpp"
+#include "report/files.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
+namespace {
+
+struct ReportOptions {
+  std::string build = "last";
+  std::string html;
+  std::string trace;
+  std::string history;
+};
+
+std::optional<std::int64_t> parse_build_id(const std::string& text) {
+  std::int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
+  return id;
+}
+
+// The build to report on, or an error that says what to do instead.
+Result<BuildRecord> load(const ReportOptions& o) {
+  const std::string path = History::resolve_path(o.history);
+  // Checked first so that asking for a report never creates an empty database.
+  if (!path_exists(path)) {
+    return Error{fmt::format("no build history at {}: run a build with 'memgate run' first", path)};
+  }
+  auto history = History::open(path);
+  if (!history) return Error{fmt::format("cannot open the build history {}: {}", path, history.error())};
+  std::optional<std::int64_t> id;
+  if (o.build == "last") {
+    id = (*history)->last_build_id(std::nullopt, std::nullopt);
+    if (!id) return Error{fmt::format("the build history {} has no builds yet", path)};
+  } else {
+    id = parse_build_id(o.build);
+    if (!id) return Error{fmt::format("--build expects a build id or 'last', not '{}'", o.build)};
+  }
+  auto build = (*history)->load_build(*id);
+  if (!build) return Error{fmt::format("no build {} in {} (see 'memgate history')", *id, path)};
+  return std::move(*build);
+}
+
+int run_report(ReportOptions o) {
+  auto build = load(o);
+  if (!build) {
+    log::error("{}", build.error());
+    return 1;
+  }
+  if (o.html.empty() && o.trace.empty()) o.html = "memgate-report.html";
+  Status st = write_reports(*build, o.html, o.trace);
+  if (!st) {
+    log::error("{}", st.error());
+    return 1;
+  }
+  // The paths on stdout, so `xdg-open "$(memgate report)"` works.
+  for (const auto& p : {o.html, o.trace}) {
+    if (!p.empty()) fmt::print("{}\n", p);
+  }
+  return 0;
+}
+
+}  // namespace
 
 void add_report_command(CLI::App& app, int* status) {
-  auto* cmd = app.add_subcommand("report", "not implemented yet");
-  cmd->callback([status] {
-    log::error("'report' is not implemented yet");
-    *status = 1;
-  });
+  auto opt = std::make_shared<ReportOptions>();
+  auto* cmd = app.add_subcommand("report", "write the HTML timeline and the Chrome trace of a recorded build");
+  cmd->add_option("--build", opt->build, "build id (see 'memgate history'), or 'last'")->capture_default_str();
+  cmd->add_option("--html", opt->html, "write the self-contained HTML report here (default: memgate-report.html)");
+  cmd->add_option("--trace", opt->trace, "write the Chrome trace JSON here (Perfetto, chrome://tracing)");
+  cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY, else ~/.cache/memgate/history.db)");
+  cmd->callback([opt, status] { *status = run_report(*opt); });
 }
 
 }  // namespace memgate
