@@ -1,0 +1,248 @@
+#include "wrap/client.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "predict/identity.hpp"
+#include "util/fs.hpp"
+#include "util/log.hpp"
+#include "wrap/protocol.hpp"
+
+namespace memgate {
+namespace {
+
+// Signals a wrapper passes on to its program rather than dying of them:
+// the build tool (or the user) meant them for the compiler.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kNumForwarded = sizeof kForwarded / sizeof kForwarded[0];
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  pid_t child = g_child;
+  if (child > 0) ::kill(child, sig);
+}
+
+double now_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+std::uint64_t fnv1a64(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+int connect_to(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return -1;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // CLOEXEC: the program must not hold the governor's connection open.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int r;
+  do {
+    r = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+RequestMsg make_request(const Launch& launch) {
+  RequestMsg req;
+  req.argv = launch.argv;
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf)) req.cwd = buf;
+  CommandInfo info = analyze_command(launch.argv, req.cwd);
+  req.tool = info.key.tool;
+  req.identity = info.key.identity;
+  req.klass = info.key.klass;
+  req.stem = info.key.stem;
+  req.cpu_weight = info.key.cpu_weight;
+  req.pid = static_cast<int>(::getpid());
+  return req;
+}
+
+[[noreturn]] void exec_in_child(const Launch& launch, const GrantMsg& grant, const sigset_t& mask) {
+  // A cgroup that cannot be joined is not fatal: the governor then
+  // measures the job through /proc instead.
+  std::string pid = std::to_string(::getpid());
+  for (const auto& dir : grant.cgroups)
+    if (auto s = write_file(join_path(dir, "cgroup.procs"), pid); !s) log::debug("{}", s.error());
+  ::setenv("MEMGATE_JOB", std::to_string(grant.job).c_str(), 1);
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  ::_exit(exec_program(launch));
+}
+
+struct AttemptResult {
+  int status = 0;  // raw wait status
+  bool rerun = false;
+};
+
+// Forwarding handlers for the signals the wrapper was not told to ignore;
+// the originals come back once the child is reaped, so a signal while
+// waiting for the next grant ends the wrapper as usual.
+class Forwarding {
+ public:
+  explicit Forwarding(pid_t child) {
+    g_child = child;
+    for (int i = 0; i < kNumForwarded; ++i) {
+      ::sigaction(kForwarded[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction sa {};
+      sa.sa_handler = forward_signal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(kForwarded[i], &sa, nullptr);
+    }
+  }
+  ~Forwarding() {
+    g_child = 0;
+    for (int i = 0; i < kNumForwarded; ++i) ::sigaction(kForwarded[i], &old_[i], nullptr);
+  }
+  Forwarding(const Forwarding&) = delete;
+  Forwarding& operator=(const Forwarding&) = delete;
+
+ private:
+  struct sigaction old_[kNumForwarded] {};
+};
+
+// One attempt: fork, exec, wait, report. `fd` < 0 once the governor is
+// lost; the attempt still runs to the end and is never rerun.
+AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int s : kForwarded) sigaddset(&block, s);
+  ::sigprocmask(SIG_BLOCK, &block, &old);  // nothing slips past before forwarding is set up
+  double start = now_s();
+  pid_t pid = ::fork();
+  if (pid == 0) exec_in_child(launch, grant, old);
+  if (pid < 0) {
+    int e = errno;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    log::error("cannot start '{}': fork: {}", launch.argv[0], std::strerror(e));
+    AttemptResult r{126 << 8, false};
+    if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, 0})) {
+      auto v = read_message(fd);
+      if (v && std::holds_alternative<VerdictMsg>(*v)) r.rerun = std::get<VerdictMsg>(*v).rerun;
+    }
+    return r;
+  }
+
+  int status = 0;
+  rusage ru{};
+  bool connected = fd >= 0;
+  {
+    Forwarding forwarding(pid);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (connected && !write_message(fd, StartedMsg{static_cast<int>(pid)})) connected = false;
+    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+  }
+  ExitMsg exit;
+  exit.status = status;
+  exit.wall_s = now_s() - start;
+  exit.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  exit.maxrss_bytes = static_cast<Bytes>(ru.ru_maxrss) * KiB;
+  AttemptResult r{status, false};
+  if (!connected || !write_message(fd, exit)) return r;
+  auto verdict = read_message(fd);
+  if (verdict && std::holds_alternative<VerdictMsg>(*verdict)) r.rerun = std::get<VerdictMsg>(*verdict).rerun;
+  return r;
+}
+
+// Exits the way the program did, so the build tool sees the same thing it
+// would have seen without memgate.
+[[noreturn]] void exit_like(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    rlimit no_core{0, 0};  // the program's crash, not ours: no core of the wrapper
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(sig, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    ::sigprocmask(SIG_UNBLOCK, &s, nullptr);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+int fail_open(const Launch& launch, const std::string& socket_path, int fd) {
+  if (fd >= 0) ::close(fd);
+  warn_ungated_once(socket_path);
+  return exec_program(launch);
+}
+
+}  // namespace
+
+int exec_program(const Launch& launch) {
+  std::vector<char*> argv;
+  argv.reserve(launch.argv.size() + 1);
+  for (const auto& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::setenv("PATH", launch.path_env.c_str(), 1);
+  ::execv(launch.exe.c_str(), argv.data());
+  int e = errno;
+  log::error("cannot run '{}': {}", launch.argv.empty() ? launch.exe : launch.argv[0], std::strerror(e));
+  return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+}
+
+int run_gated(const Launch& launch, const std::string& socket_path) {
+  int fd = connect_to(socket_path);
+  if (fd < 0) return fail_open(launch, socket_path, -1);
+  if (!write_message(fd, make_request(launch))) return fail_open(launch, socket_path, fd);
+  for (;;) {
+    // The wrapper spends most of its life here, blocked in read(), until
+    // the governor admits the job.
+    auto msg = read_message(fd);
+    if (!msg || !std::holds_alternative<GrantMsg>(*msg)) {
+      if (!msg && !is_closed_error(msg.error())) log::debug("wrapper: {}", msg.error());
+      return fail_open(launch, socket_path, fd);
+    }
+    AttemptResult r = run_attempt(launch, std::get<GrantMsg>(*msg), fd);
+    if (!r.rerun) {
+      ::close(fd);
+      exit_like(r.status);
+    }
+    log::debug("wrapper: rerunning '{}' as the governor asked", launch.argv[0]);
+  }
+}
+
+void warn_ungated_once(const std::string& socket_path) {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open((socket_path + ".warned").c_str(), kFlags, 0600);
+  if (fd < 0 && errno != EEXIST) {
+    // The private directory is gone (or unwritable): one marker per build
+    // under /tmp, named after the socket path that build used.
+    std::string marker = fmt::format("/tmp/memgate-warned-{}-{:016x}", ::geteuid(), fnv1a64(socket_path));
+    fd = ::open(marker.c_str(), kFlags, 0600);
+  }
+  if (fd < 0 && errno == EEXIST) return;  // someone else warned already
+  if (fd >= 0) ::close(fd);
+  log::warn("governor at {} is not answering; running jobs ungated", socket_path);
+}
+
+}  // namespace memgate
