@@ -1,0 +1,162 @@
+#include "platform/proc.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "util/fs.hpp"
+
+using namespace memgate;
+using namespace memgate::platform;
+
+namespace {
+const std::string kTree = std::string(MEMGATE_FIXTURES) + "/proc/tree";
+
+std::string fixture(const std::string& name) {
+  auto t = read_file(std::string(MEMGATE_FIXTURES) + "/proc/" + name);
+  if (!t) ADD_FAILURE() << "missing fixture " << name;
+  return t.value_or("");
+}
+
+std::vector<pid_t> sorted(std::vector<pid_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+}  // namespace
+
+TEST(ProcStat, ParsesRecordedFile) {
+  auto st = parse_proc_stat(fixture("stat"));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->pid, 7080);
+  EXPECT_EQ(st->comm, "sleep");
+  EXPECT_EQ(st->state, 'S');
+  EXPECT_EQ(st->ppid, 7073);
+  EXPECT_EQ(st->pgrp, 7071);
+  EXPECT_EQ(st->session, 4822);
+  EXPECT_EQ(st->starttime, 76455u);
+  EXPECT_EQ(st->rss_pages, 421);
+}
+
+TEST(ProcStat, CommWithSpacesAndParenthesesEndsAtTheLastParen) {
+  auto st = parse_proc_stat(fixture("stat.weird_comm"));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->pid, 4242);
+  EXPECT_EQ(st->comm, "a) b (c)");
+  EXPECT_EQ(st->state, 'S');
+  EXPECT_EQ(st->ppid, 7073);
+  EXPECT_EQ(st->starttime, 76455u);
+}
+
+TEST(ProcStat, KernelThreadParses) {
+  auto st = parse_proc_stat(fixture("stat.kthread"));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->comm, "kthreadd");
+  EXPECT_EQ(st->ppid, 0);
+}
+
+TEST(ProcStat, MalformedAndTruncatedAreUnknown) {
+  EXPECT_FALSE(parse_proc_stat(fixture("stat.malformed")));
+  EXPECT_FALSE(parse_proc_stat(fixture("stat.truncated")));
+  EXPECT_FALSE(parse_proc_stat(""));
+  EXPECT_FALSE(parse_proc_stat("1 (x"));
+  EXPECT_FALSE(parse_proc_stat(") 1 (x"));
+}
+
+TEST(ProcStatus, ParsesRecordedFile) {
+  auto s = parse_proc_status(fixture("status"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "sleep");
+  EXPECT_EQ(s->state, 'S');
+  EXPECT_EQ(s->ppid, 7073);
+  EXPECT_EQ(s->uid, 0u);
+  ASSERT_TRUE(s->vm_rss);
+  EXPECT_EQ(*s->vm_rss, 1796 * KiB);
+}
+
+TEST(ProcStatus, KernelThreadHasNoRss) {
+  auto s = parse_proc_status(fixture("status.kthread"));
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->vm_rss);
+}
+
+TEST(ProcStatus, MalformedAndTruncatedAreUnknown) {
+  EXPECT_FALSE(parse_proc_status(fixture("status.malformed")));  // no Uid
+  EXPECT_FALSE(parse_proc_status(fixture("status.truncated")));
+  EXPECT_FALSE(parse_proc_status(""));
+}
+
+TEST(Cmdline, SplitsOnNul) {
+  auto argv = parse_cmdline(fixture("cmdline"));
+  ASSERT_EQ(argv.size(), 2u);
+  EXPECT_EQ(argv[0], "sleep");
+  EXPECT_EQ(argv[1], "100");
+  EXPECT_TRUE(parse_cmdline("").empty());
+  EXPECT_EQ(parse_cmdline(std::string("a\0\0b\0", 5)), (std::vector<std::string>{"a", "", "b"}));
+}
+
+TEST(ProcTree, ListsOnlyNumericEntries) {
+  auto pids = list_pids(kTree);
+  EXPECT_EQ(pids.size(), 28u);
+  EXPECT_TRUE(std::is_sorted(pids.begin(), pids.end()));
+  EXPECT_EQ(pids.front(), 1);
+  EXPECT_TRUE(list_pids("/nonexistent").empty());
+}
+
+TEST(ProcTree, ReadProcessCombinesStatAndStatus) {
+  auto p = read_process(311, kTree);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->comm, "cicc");
+  EXPECT_EQ(p->ppid, 310);
+  EXPECT_EQ(p->uid, 1000u);
+  EXPECT_EQ(p->rss, 6291456 * KiB);
+  EXPECT_EQ(p->starttime, 511u);
+  auto zombie = read_process(700, kTree);
+  ASSERT_TRUE(zombie);
+  EXPECT_EQ(zombie->state, 'Z');
+  EXPECT_EQ(zombie->rss, 0);
+  EXPECT_FALSE(read_process(12345, kTree));
+}
+
+TEST(ProcTree, TreeIsRootAndAllDescendants) {
+  EXPECT_EQ(sorted(process_tree(200, kTree)), (std::vector<pid_t>{200, 210, 211, 212, 400, 401, 402, 403, 404}));
+  auto tree = process_tree(310, kTree);
+  ASSERT_FALSE(tree.empty());
+  EXPECT_EQ(tree.front(), 310);
+  EXPECT_EQ(sorted(tree), (std::vector<pid_t>{310, 311, 312}));
+  EXPECT_TRUE(process_tree(9999, kTree).empty());
+}
+
+TEST(ProcTree, TreeRssSumsTheTree) {
+  EXPECT_EQ(tree_rss(310, kTree), (10240 + 6291456 + 1048576) * KiB);
+  EXPECT_EQ(tree_rss(9999, kTree), 0);
+}
+
+TEST(ProcTree, DescendantsSurvivesAParentCycle) {
+  std::vector<ProcInfo> all(2);
+  all[0].pid = 5, all[0].ppid = 6;
+  all[1].pid = 6, all[1].ppid = 5;
+  auto d = descendants(5, all);
+  EXPECT_LE(d.size(), 3u);
+  EXPECT_EQ(d.front(), 5);
+}
+
+TEST(ProcLive, SeesOurOwnChild) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  auto p = read_process(child);
+  auto me = read_process(::getpid());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(p && me);
+  EXPECT_EQ(p->ppid, ::getpid());
+  EXPECT_EQ(p->uid, ::getuid());
+  EXPECT_GT(me->rss, 0);
+  EXPECT_FALSE(read_process(child));  // reaped: gone is a value
+}
