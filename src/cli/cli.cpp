@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -11,6 +12,12 @@
 #include "wrap/wrapper.hpp"
 
 namespace memgate {
+
+namespace {
+std::vector<std::string> g_after_dashes;
+}  // namespace
+
+const std::vector<std::string>& run_command_after_dashes() { return g_after_dashes; }
 
 int cli_main(int argc, char** argv) {
   // The wrapper paths come first and skip CLI11 entirely: hundreds of
@@ -33,8 +40,19 @@ int cli_main(int argc, char** argv) {
   add_plan_command(app, &status);
   add_report_command(app, &status);
 
+  // `run` takes a whole command line after "--"; CLI11 must not parse it.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "run") {
+    auto dashes = std::find(args.begin(), args.end(), "--");
+    if (dashes != args.end()) {
+      g_after_dashes.assign(dashes + 1, args.end());
+      args.erase(dashes, args.end());
+    }
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
+
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {

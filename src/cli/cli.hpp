@@ -2,6 +2,9 @@
 // registers itself on the CLI11 app; cli.cpp only dispatches.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -12,6 +15,8 @@ int cli_main(int argc, char** argv);
 
 // Each returns the callback's exit status through `*status` once run.
 void add_run_command(CLI::App& app, int* status);
+// For `memgate run ... -- CMD ARGS`: everything after the first "--".
+const std::vector<std::string>& run_command_after_dashes();
 void add_doctor_command(CLI::App& app, int* status);
 void add_history_command(CLI::App& app, int* status);
 void add_plan_command(CLI::App& app, int* status);

@@ -28,6 +28,12 @@ int GovJob::weight(int slots) const { return std::clamp(key.cpu_weight, 1, std::
 Governor::Governor(GovernorConfig config, PredictFn predict) : cfg_(config), predict_(std::move(predict)) {
   cfg_.slots = std::max(1, cfg_.slots);
   cfg_.hard_limit = std::max(cfg_.hard_limit, cfg_.budget);
+  // Every counter exists from the start, so a zero reads as "none" and
+  // not as "not recorded".
+  for (const char* name : {"submitted", "admitted", "jobs", "failed", "waited_for_memory", "frozen", "thawed",
+                           "requeued", "oom_killed", "retried", "ran_alone", "overshoot", "cancelled",
+                           "wait_memory_ms", "memory_bound_ms", "cpu_bound_ms", "frozen_ms"})
+    counters_[name] = 0;
 }
 
 JobId Governor::submit(const JobKey& key, double now) {

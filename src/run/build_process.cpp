@@ -18,6 +18,8 @@ namespace memgate {
 namespace {
 
 const int kWatched[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD};
+// SIGHUP ignored by nohup stays ignored, for memgate and for the build.
+bool g_hup_ignored = false;
 
 // In the child between fork and exec: async-signal-safe calls only where
 // it matters (we are single-threaded, so setenv is fine here).
@@ -26,6 +28,7 @@ const int kWatched[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD};
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : kWatched) signal(sig, SIG_DFL);
+  if (g_hup_ignored) signal(SIGHUP, SIG_IGN);
   signal(SIGPIPE, SIG_DFL);
   for (const auto& dir : spec.cgroup_dirs) {
     std::string path = dir + "/cgroup.procs";
@@ -97,6 +100,14 @@ int block_and_watch_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : kWatched) sigaddset(&set, sig);
+  // A shell starts background jobs with SIGINT and SIGQUIT ignored; an
+  // ignored signal is discarded even while blocked, so memgate could never
+  // be interrupted. It handles them itself through the signalfd.
+  struct sigaction old {};
+  sigaction(SIGHUP, nullptr, &old);
+  g_hup_ignored = old.sa_handler == SIG_IGN;
+  for (int sig : kWatched)
+    if (!(sig == SIGHUP && g_hup_ignored)) signal(sig, SIG_DFL);
   sigprocmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);

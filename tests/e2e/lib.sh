@@ -11,7 +11,10 @@ set -euo pipefail
 
 E2E_NAME=$(basename "$0" .sh)
 E2E_TMP=$(mktemp -d "/tmp/memgate-e2e-$E2E_NAME.XXXXXX")
-E2E_CGROUPS=()
+# cg_make runs in command substitutions (subshells), so the list of
+# cgroups to remove lives in a file, not a variable.
+E2E_CGROUP_LIST="$E2E_TMP/.cgroups"
+: >"$E2E_CGROUP_LIST"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*" >&2; }
@@ -35,8 +38,8 @@ cg_make() {
   local dir
   dir="$(cg_self)/memgate-test-$E2E_NAME-$$-$1"
   mkdir "$dir"
+  echo "$dir" >>"$E2E_CGROUP_LIST"
   echo "$2" >"$dir/memory.limit_in_bytes"
-  E2E_CGROUPS+=("$dir")
   echo "$dir"
 }
 
@@ -65,8 +68,8 @@ cg_destroy() {
 }
 
 e2e_cleanup() {
-  local i
-  for ((i = ${#E2E_CGROUPS[@]} - 1; i >= 0; i--)); do cg_destroy "${E2E_CGROUPS[$i]}"; done
+  local dir
+  for dir in $(tac "$E2E_CGROUP_LIST" 2>/dev/null); do cg_destroy "$dir"; done
   rm -rf "$E2E_TMP"
 }
 trap e2e_cleanup EXIT

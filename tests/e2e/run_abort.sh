@@ -5,8 +5,9 @@
 source "$(dirname "$0")/lib.sh"
 require_cgroups
 export PATH="$(fake_compilers):$PATH"
+# Only the build's processes carry the marker: it is set for memgate
+# alone, never exported to this script's own commands.
 marker="memgate-abort-$$-$RANDOM"
-export MEMGATE_TEST_MARKER=$marker
 
 w="$E2E_TMP/work"
 specs=()
@@ -14,15 +15,17 @@ for i in $(seq 0 5); do specs+=("--peak 20M --duration 120 --ready $E2E_TMP/read
 memjob_workload "$w" "${specs[@]}"
 
 marked_pids() {
-  grep -lsa "MEMGATE_TEST_MARKER=$marker" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | grep -vx "$$" || true
+  grep -lsa "MEMGATE_TEST_MARKER=$marker" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
 }
 
 cg=$(cg_make abort 2G)
-cg_run "$cg" "$MEMGATE" run --history "$E2E_TMP/h.db" -- make -s -C "$w" -j4 >"$E2E_TMP/run.log" 2>&1 &
+# Not through cg_run: $! must be memgate's own pid (bash -c execs it).
+bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
+  env MEMGATE_TEST_MARKER="$marker" "$MEMGATE" run --history "$E2E_TMP/h.db" -- make -s -C "$w" -j4 >"$E2E_TMP/run.log" 2>&1 &
 mg=$!
 # Wait for the event: two jobs have reached their peak (memjob --ready).
 for _ in $(seq 600); do
-  n=$(ls "$E2E_TMP"/ready.* 2>/dev/null | wc -l)
+  n=$(find "$E2E_TMP" -maxdepth 1 -name 'ready.*' | wc -l)
   [ "$n" -ge 2 ] && break
   sleep 0.05
 done

@@ -1,0 +1,322 @@
+// `memgate run`, from start to finish. run() reads as the list of steps;
+// the job-level work is in runner_jobs.cpp.
+#include "run/runner_impl.hpp"
+
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/core.h>
+
+#include "platform/cpu.hpp"
+#include "platform/proc.hpp"
+#include "run/build_process.hpp"
+#include "run/record.hpp"
+#include "util/log.hpp"
+#include "wrap/shims.hpp"
+
+namespace memgate {
+
+namespace {
+
+// After Ctrl-C or SIGTERM the build gets this long to stop by itself
+// before everything left is killed.
+constexpr double kAbortGrace_s = 2.0;
+constexpr double kTick_s = 0.1;
+constexpr double kFastTick_s = 0.02;  // when memory is within 15% of the limit
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "memgate";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
+}
+
+}  // namespace
+
+int run_build(const RunOptions& options) {
+  Runner runner(options);
+  return runner.run();
+}
+
+Runner::Runner(RunOptions options) : opt_(std::move(options)) {
+  t0_ = std::chrono::steady_clock::now();
+  start_unix_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  cwd_ = current_dir();
+  command_ = quote_command(opt_.command);
+}
+
+Runner::~Runner() {
+  if (sigfd_ >= 0) ::close(sigfd_);
+}
+
+double Runner::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+int Runner::run() {
+  log::set_quiet(opt_.quiet);
+  if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
+  open_history();                                     // predictions and the known total
+  if (!start_server()) return 125;                    // socket in a private dir, shims
+  setup_cgroups();                                    // confinement and job accounting
+  sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);                 // orphans of the build stay ours
+  if (!start_build()) {                               // the user's command
+    teardown();
+    return exit_status_;
+  }
+  main_loop();                                        // until the build and its jobs end
+  end_leftovers();                                    // nothing of the build outlives it
+  save_and_report();                                  // history, summary, report, trace
+  teardown();                                         // cgroups, socket
+  return exit_status_;
+}
+
+bool Runner::detect_machine() {
+  cap_ = detect_capacity();
+  auto budget = compute_budget(cap_.capacity, opt_.reserve, opt_.memory);
+  if (!budget) {
+    log::error("{}", budget.error());
+    return false;
+  }
+  budget_ = *budget;
+  slots_ = opt_.jobs.value_or(platform::detect_cores());
+  if (slots_ < 1) {
+    log::error("--jobs must be at least 1");
+    return false;
+  }
+  log::debug("capacity {} ({}), reserve {}, budget {}, {} slots", format_bytes(cap_.capacity), cap_.capacity_source,
+             format_bytes(budget_.reserve), format_bytes(budget_.budget), slots_);
+  return true;
+}
+
+void Runner::open_history() {
+  auto h = History::open(History::resolve_path(opt_.history));
+  if (!h) {
+    log::warn("running without history: {}", h.error());
+    return;
+  }
+  history_ = std::move(*h);
+  for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
+  if (auto last = history_->last_build_id(cwd_, command_)) {
+    if (auto b = history_->load_build(*last)) {
+      known_total_ = static_cast<int>(b->jobs.size());
+      last_wall_ = b->wall_s();
+    }
+  }
+}
+
+bool Runner::start_server() {
+  auto dir = make_private_dir();
+  if (!dir) {
+    log::error("cannot create a private directory for the socket: {}", dir.error());
+    return false;
+  }
+  private_dir_ = *dir;
+  socket_path_ = private_dir_ + "/sock";
+  auto server = JobServer::listen(socket_path_);
+  if (!server) {
+    log::error("cannot listen on {}: {}", socket_path_, server.error());
+    return false;
+  }
+  server_.emplace(std::move(*server));
+  server_->on_message = [this](ConnId c, const Message& m) { on_message(c, m); };
+  server_->on_closed = [this](ConnId c) { on_closed(c); };
+
+  GovernorConfig gc;
+  gc.budget = budget_.budget;
+  gc.hard_limit = budget_.capacity - budget_.reserve;
+  gc.slots = slots_;
+  gov_ = std::make_unique<Governor>(gc, [this](const JobKey& k) { return predictor_.predict(k); });
+  return true;
+}
+
+// The build cgroup holds the build tool (in a "build" leaf) and one child
+// per job attempt. Confined, its limit keeps the reserve free for the rest
+// of the machine; with --no-confine it only measures.
+void Runner::setup_cgroups() {
+  layout_ = platform::detect_cgroups();
+  if (cap_.capacity_source == "cgroup" && !cap_.cgroup_limit_source.empty())
+    capacity_cg_ = platform::Cgroup::open(layout_.version, cap_.cgroup_limit_source);
+  if (layout_.version == platform::CgroupVersion::none) {
+    log::warn("no cgroup memory controller here: jobs are measured from /proc and the build is not confined");
+    return;
+  }
+  auto cg = platform::Cgroup::create_under(layout_, fmt::format("memgate-{}", ::getpid()));
+  if (!cg) {
+    log::warn("cannot create a cgroup ({}): jobs are measured from /proc and the build is not confined", cg.error());
+    return;
+  }
+  confine_ = *cg;
+  if (auto leaf = confine_->create_child("build")) build_leaf_ = *leaf;
+  if (opt_.no_confine) return;
+  Bytes limit = budget_.capacity - budget_.reserve;
+  if (auto st = confine_->set_memory_limit(limit, budget_.budget < limit ? std::optional<Bytes>(budget_.budget)
+                                                                          : std::nullopt);
+      !st) {
+    log::warn("cannot limit the build's cgroup ({}): the build is not confined", st.error());
+    return;
+  }
+  confined_ = build_leaf_.has_value();
+}
+
+bool Runner::start_build() {
+  std::string exe = self_exe();
+  auto shims = ensure_shim_dir(default_shim_dir(), exe);
+  InjectionInput in;
+  in.env = current_environment();
+  in.memgate_exe = exe;
+  in.socket_path = socket_path_;
+  in.slots = slots_;
+  if (shims) in.shim_dir = *shims;
+  else log::warn("cannot set up compiler shims ({}): only launcher variables will gate jobs", shims.error());
+
+  SpawnSpec spec;
+  spec.argv = opt_.command;
+  spec.env_changes = injection_env(in);
+  if (confined_ && build_leaf_) {
+    spec.cgroup_dirs.push_back(build_leaf_->memory_dir());
+    if (!build_leaf_->freezer_dir().empty() && build_leaf_->freezer_dir() != build_leaf_->memory_dir())
+      spec.cgroup_dirs.push_back(build_leaf_->freezer_dir());
+  }
+  SpawnFailure failure;
+  build_pid_ = spawn_build(spec, &failure);
+  if (build_pid_ < 0) {
+    log::error("{}", failure.message);
+    exit_status_ = failure.exit_code;
+    return false;
+  }
+  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet);
+  return true;
+}
+
+// The loop: poll the socket, the signals and the clock; every tick
+// measure, decide and act. It ends when the build process has exited and
+// no wrapper is still connected.
+void Runner::main_loop() {
+  while (!(build_done_ && live_.empty())) {
+    std::vector<pollfd> fds;
+    fds.push_back(pollfd{sigfd_, POLLIN, 0});
+    server_->append_pollfds(fds);
+    double wait_s = std::max(0.0, next_tick_ - now());
+    int timeout_ms = static_cast<int>(wait_s * 1000.0) + 1;
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      log::error("poll failed: {}", std::strerror(errno));
+      begin_abort(SIGTERM);
+    }
+    if (n > 0) {
+      if (fds[0].revents & POLLIN) handle_signals();
+      server_->handle_ready(fds);
+    }
+    if (now() >= next_tick_) tick();
+    if (build_done_ && !live_.empty() && !abort_signal_) {
+      // The build tool is gone but some wrappers live on (orphans of a
+      // killed make): nobody waits for their output any more.
+      log::warn("{} job(s) outlived the build; ending them", live_.size());
+      begin_abort(SIGTERM);
+      kill_everything();
+    }
+  }
+}
+
+void Runner::handle_signals() {
+  signalfd_siginfo si;
+  while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) reap_children();
+    else begin_abort(sig);
+  }
+}
+
+// As a subreaper memgate also reaps orphans of the build; only the build
+// process itself decides the exit status.
+void Runner::reap_children() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (pid == build_pid_) {
+      build_done_ = true;
+      build_wait_status_ = status;
+    }
+  }
+}
+
+void Runner::begin_abort(int sig) {
+  if (abort_signal_) {
+    kill_everything();  // a second Ctrl-C: no more grace
+    return;
+  }
+  abort_signal_ = sig;
+  abort_deadline_ = now() + kAbortGrace_s;
+  if (status_) status_->clear();
+  log::info("{}: stopping the build", strsignal(sig));
+  forward_signal(sig);
+}
+
+void Runner::forward_signal(int sig) {
+  std::vector<pid_t> pids;
+  if (confine_) pids = confine_->all_processes();
+  for (pid_t p : platform::process_tree(::getpid())) pids.push_back(p);
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  for (pid_t p : pids)
+    if (p != ::getpid()) ::kill(p, sig);
+}
+
+// Everything memgate started, by cgroup and by process tree: no build
+// process is left (SPEC "Abort").
+void Runner::kill_everything() {
+  killed_all_ = true;
+  for (int round = 0; round < 3; ++round) {
+    if (confine_) confine_->kill_all();
+    std::vector<pid_t> pids = platform::process_tree(::getpid());
+    bool any = false;
+    for (pid_t p : pids) {
+      if (p == ::getpid()) continue;
+      ::kill(p, SIGKILL);
+      ::kill(p, SIGCONT);
+      any = true;
+    }
+    if (!any) break;
+  }
+}
+
+// Processes still in the build cgroup once the build has ended are
+// daemons it started (a compiler cache server, say). They are not ours to
+// kill: move them to memgate's own cgroup so ours can be removed.
+void Runner::end_leftovers() {
+  reap_children();
+  if (!confine_ || abort_signal_) return;
+  auto self = platform::Cgroup::self(layout_);
+  std::vector<pid_t> left = confine_->all_processes();
+  for (pid_t p : left) self.add_process(p);
+  if (!left.empty()) log::info("{} process(es) the build started keep running outside memgate's cgroup", left.size());
+}
+
+void Runner::teardown() {
+  if (status_) status_->finish();
+  if (confine_) {
+    if (abort_signal_) confine_->kill_all();
+    if (auto st = confine_->remove(); !st) log::warn("cannot remove the build's cgroup: {}", st.error());
+  }
+  server_.reset();
+  if (!private_dir_.empty()) remove_private_dir(private_dir_);
+}
+
+}  // namespace memgate

@@ -1,0 +1,227 @@
+// One job's life in the runner: request -> (wait) -> grant -> started ->
+// exit -> verdict, and the tick that measures, decides and acts.
+#include <sys/wait.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "platform/meminfo.hpp"
+#include "platform/psi.hpp"
+#include "predict/identity.hpp"
+#include "predict/profile.hpp"
+#include "run/build_process.hpp"
+#include "run/record.hpp"
+#include "run/runner_impl.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+namespace {
+constexpr size_t kMaxLiveSamples = 4096;  // per attempt, before thinning
+}  // namespace
+
+LiveJob* Runner::by_job(JobId id) {
+  auto it = conn_of_.find(id);
+  if (it == conn_of_.end()) return nullptr;
+  auto jt = live_.find(it->second);
+  return jt == live_.end() ? nullptr : &jt->second;
+}
+
+void Runner::on_message(ConnId conn, const Message& m) {
+  if (auto* r = std::get_if<RequestMsg>(&m)) return on_request(conn, *r);
+  if (auto* s = std::get_if<StartedMsg>(&m)) return on_started(conn, *s);
+  if (auto* e = std::get_if<ExitMsg>(&m)) return on_exit(conn, *e);
+  log::warn("unexpected '{}' message from a wrapper; dropping it", message_type(m));
+  server_->close(conn);
+  on_closed(conn);
+}
+
+void Runner::on_request(ConnId conn, const RequestMsg& m) {
+  if (live_.count(conn)) {  // one job per connection
+    server_->close(conn);
+    on_closed(conn);
+    return;
+  }
+  JobKey key;
+  key.tool = m.tool;
+  key.identity = m.identity;
+  key.klass = m.klass;
+  key.stem = m.stem;
+  key.cpu_weight = std::max(1, m.cpu_weight);
+  LiveJob job;
+  job.conn = conn;
+  job.req = m;
+  job.id = gov_->submit(key, now());
+  job.exec = std::make_unique<JobExec>(confine_, build_leaf_, job.id);
+  conn_of_[job.id] = conn;
+  live_.emplace(conn, std::move(job));
+  if (!abort_signal_) schedule();
+}
+
+void Runner::on_started(ConnId conn, const StartedMsg& m) {
+  auto it = live_.find(conn);
+  if (it == live_.end()) return;
+  it->second.exec->set_child(m.pid);
+}
+
+// How the attempt ended decides between a verdict of "done" and a rerun.
+void Runner::on_exit(ConnId conn, const ExitMsg& m) {
+  auto it = live_.find(conn);
+  if (it == live_.end() || it->second.done) return;
+  LiveJob& job = it->second;
+  JobMemory mem = job.exec->sample();
+  gov_->sample(job.id, 0, mem.peak, now());
+  ExitKind kind = ExitKind::finished;
+  if (job.killed_by_us) kind = ExitKind::killed_by_us;
+  else if (WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL && job.exec->oom_killed()) kind = ExitKind::oom_killed;
+  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now());
+  job.exec->end_attempt();
+  job.killed_by_us = false;
+  job.current = 0;
+  if (!rerun) {
+    job.done = true;
+    JobRecord rec = make_record(job, m);
+    predictor_.observe(rec);
+    gov_->repredict_waiting();
+    record_index_[job.id] = static_cast<int>(finished_.size());
+    finished_.push_back(std::move(rec));
+  }
+  server_->send(conn, VerdictMsg{rerun});
+  schedule();
+}
+
+void Runner::on_closed(ConnId conn) {
+  auto it = live_.find(conn);
+  if (it == live_.end()) return;
+  LiveJob& job = it->second;
+  if (!job.done) {
+    // The wrapper is gone without a verdict: whatever it started is an
+    // orphan nobody will wait for.
+    job.exec->kill();
+    gov_->exited(job.id, ExitKind::lost, -1, now());
+  }
+  conn_of_.erase(job.id);
+  live_.erase(it);
+  if (!abort_signal_) schedule();
+}
+
+// Admission between ticks reuses the last measurement, so a new job does
+// not wait for the next tick to start.
+void Runner::schedule() {
+  if (abort_signal_) return;
+  apply(gov_->step(view_, now()));
+  log_new_events();
+}
+
+void Runner::grant(LiveJob& job) {
+  GrantMsg g;
+  g.job = job.id;
+  g.attempt = gov_->job(job.id).attempts;
+  g.cgroups = job.exec->prepare_attempt();
+  job.attempt_start = now();
+  job.profile.clear();
+  job.profile.push_back(MemSample{0, 0});
+  if (!server_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
+}
+
+void Runner::apply(const Decisions& d) {
+  for (JobId id : d.kill)
+    if (LiveJob* j = by_job(id)) {
+      j->killed_by_us = true;
+      j->exec->kill();
+    }
+  for (JobId id : d.freeze)
+    if (LiveJob* j = by_job(id); !j || !j->exec->freeze(true)) gov_->freeze_failed(id);
+  for (JobId id : d.thaw)
+    if (LiveJob* j = by_job(id)) j->exec->freeze(false);
+  for (JobId id : d.admit)
+    if (LiveJob* j = by_job(id)) grant(*j);
+}
+
+void Runner::sample_jobs() {
+  double t = now();
+  for (auto& [conn, job] : live_) {
+    if (job.done) continue;
+    JobState s = gov_->job(job.id).state;
+    if (s != JobState::running && s != JobState::frozen && s != JobState::killing) continue;
+    JobMemory m = job.exec->sample();
+    job.current = m.current;
+    gov_->sample(job.id, m.current, m.peak, t);
+    if (job.profile.size() >= kMaxLiveSamples) job.profile = downsample_profile(job.profile, kMaxLiveSamples / 2);
+    job.profile.push_back(MemSample{t - job.attempt_start, m.current});
+  }
+}
+
+// The build's memory, the rest of the machine's, and stalls. Page cache
+// that the kernel can drop (inactive file pages) is not counted as used.
+MemoryView Runner::read_memory() {
+  MemoryView v;
+  Bytes jobs = 0;
+  for (const auto& [conn, job] : live_) jobs += job.current;
+  v.build_used = jobs;
+  if (confine_) {
+    if (auto u = confine_->usage()) v.build_used = std::max<Bytes>(0, *u - confine_->inactive_file().value_or(0));
+  }
+  std::optional<Bytes> total;
+  if (capacity_cg_) {
+    if (auto u = capacity_cg_->usage()) total = std::max<Bytes>(0, *u - capacity_cg_->inactive_file().value_or(0));
+  }
+  if (!total) {
+    if (auto mi = platform::read_meminfo(); mi && mi->total && mi->available) total = *mi->total - *mi->available;
+  }
+  v.outside = total ? std::max<Bytes>(0, *total - v.build_used) : 0;
+  if (auto psi = platform::read_psi(); psi && psi->full) v.psi_full_avg10 = psi->full->avg10;
+  return v;
+}
+
+void Runner::tick() {
+  double t = now();
+  sample_jobs();
+  view_ = read_memory();
+  peak_used_ = std::max(peak_used_, view_.build_used);
+  memory_series_.push_back(MemSample{t, view_.build_used});
+  if (memory_series_.size() > 20000) memory_series_ = downsample_profile(memory_series_, 10000);
+  if (!abort_signal_) {
+    apply(gov_->step(view_, t));
+    log_new_events();
+  } else if (!killed_all_ && t >= abort_deadline_) {
+    kill_everything();
+  }
+  if (status_) status_->update(snapshot(), t);
+  Bytes limit = gov_->effective_limit(view_);
+  bool tight = limit > 0 && view_.build_used * 100 >= limit * 85;
+  next_tick_ = t + (tight ? 0.02 : 0.1);
+}
+
+void Runner::log_new_events() {
+  const auto& events = gov_->events();
+  for (; events_seen_ < events.size(); ++events_seen_) {
+    const GovEvent& e = events[events_seen_];
+    if (e.kind == "overshoot") continue;  // routine; counted, shown in reports
+    std::string who;
+    if (e.job >= 0) who = fmt::format(" job {} ({})", e.job, gov_->job(e.job).key.identity);
+    log::info("{}{}: {}", e.kind, who, e.reason);
+  }
+}
+
+StatusSnapshot Runner::snapshot() const {
+  GovernorCounts c = gov_->counts();
+  StatusSnapshot s;
+  s.elapsed_s = now();
+  s.done = c.done;
+  s.known_total = std::max(known_total_, 0);
+  s.running = c.running;
+  s.waiting_memory = c.waiting_memory;
+  s.waiting_cpu = c.waiting_cpu;
+  s.frozen = c.frozen;
+  s.used = view_.build_used;
+  s.budget = budget_.budget;
+  if (s.elapsed_s > 0) s.objects_per_min = 60.0 * c.done / s.elapsed_s;
+  if (known_total_ > c.done && c.done > 0) s.eta_s = (known_total_ - c.done) * s.elapsed_s / c.done;
+  else if (known_total_ > 0 && last_wall_ > s.elapsed_s) s.eta_s = last_wall_ - s.elapsed_s;
+  return s;
+}
+
+}  // namespace memgate
