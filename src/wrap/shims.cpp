@@ -212,19 +212,23 @@ Result<std::string> ensure_shim_dir(const std::string& dir, const std::string& m
 
 std::map<std::string, std::string> injection_env(const InjectionInput& in) {
   std::map<std::string, std::string> out;
-  std::string path = in.shim_dir;
-  auto it = in.env.find("PATH");
-  std::string old = it == in.env.end() ? "/usr/local/bin:/usr/bin:/bin" : it->second;
-  for (const auto& dir : split_colon(old)) {
-    if (dir == in.shim_dir) continue;
-    path += ':';
-    path += dir;
+  // Without a shim dir (it could not be created) PATH, CC and CXX stay as
+  // they are: an empty entry first in PATH would mean "the current
+  // directory first".
+  if (!in.shim_dir.empty()) {
+    std::string path = in.shim_dir;
+    auto it = in.env.find("PATH");
+    std::string old = it == in.env.end() ? "/usr/local/bin:/usr/bin:/bin" : it->second;
+    for (const auto& dir : split_colon(old)) {
+      if (dir == in.shim_dir) continue;
+      path += ':';
+      path += dir;
+    }
+    out["PATH"] = path;
+    inject_compilers(in, out);
   }
-  out["PATH"] = path;
   out["MEMGATE_SOCKET"] = in.socket_path;
   if (in.env.count("MEMGATE_JOB")) out["MEMGATE_JOB"] = "";
-
-  inject_compilers(in, out);
   inject_gpu(in, out);
   for (const char* lang : {"C", "CXX", "CUDA", "HIP"}) {
     std::string var = fmt::format("CMAKE_{}_COMPILER_LAUNCHER", lang);

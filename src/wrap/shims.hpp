@@ -54,7 +54,9 @@ struct InjectionInput {
 // An empty value means "unset this variable" (only MEMGATE_JOB, which a
 // build started from inside a job must not inherit). Rules:
 //
-// PATH       the shim dir first, any other copy of it removed.
+// PATH       the shim dir first, any other copy of it removed. With no
+//            shim dir (shim_dir empty: it could not be made) PATH, CC and
+//            CXX are left alone; launchers and PYTORCH_NVCC still apply.
 // MEMGATE_SOCKET  the socket.
 // CC, CXX    unset: <shim>/cc and <shim>/c++ (one path without spaces:
 //            torch's ABI check runs `$CXX --version` and a space breaks

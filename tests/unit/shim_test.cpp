@@ -68,6 +68,17 @@ TEST(Injection, PutsTheShimDirFirstInPathOnce) {
   EXPECT_NE(value(unset, "PATH").find("/usr/bin"), std::string::npos);
 }
 
+TEST(Injection, WithoutAShimDirLeavesPathAndCompilersAlone) {
+  InjectionInput in = input({{"PATH", "/usr/bin:/bin"}});
+  in.shim_dir.clear();
+  auto out = injection_env(in);
+  EXPECT_EQ(value(out, "PATH"), "<absent>");  // never ":/usr/bin" (cwd first)
+  EXPECT_EQ(value(out, "CC"), "<absent>");
+  EXPECT_EQ(value(out, "CXX"), "<absent>");
+  EXPECT_EQ(value(out, "CMAKE_CXX_COMPILER_LAUNCHER"), kExe + ";wrap;--");
+  EXPECT_EQ(value(out, "MEMGATE_SOCKET"), in.socket_path);
+}
+
 TEST(Injection, SetsTheSocketAndClearsAnInheritedJobMarker) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}, {"MEMGATE_JOB", "12"}}));
   EXPECT_EQ(value(out, "MEMGATE_SOCKET"), "/run/user/1000/memgate-abc/memgate.sock");
