@@ -48,7 +48,7 @@ const std::set<std::string_view> kNvccValueOpts = {
     "-prec-div", "--prec-div", "-prec-sqrt", "--prec-sqrt", "-fmad", "--fmad", "-split-compile",
     "--split-compile", "-time", "--time", "-ldir", "--libdevice-directory", "-cudart", "--cudart",
     "-cudadevrt", "--cudadevrt", "-default-stream", "--default-stream", "--machine", "-m",
-    "-optf", "--options-file", "-ptxas-options", "-Xptxas"};
+    "-optf", "--options-file"};
 
 const std::set<std::string_view> kRustcValueOpts = {
     "-o", "--crate-name", "--crate-type", "--edition", "--emit", "--out-dir", "-L", "-l", "--cfg",

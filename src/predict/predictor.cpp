@@ -163,6 +163,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   r.cpu_s = job.cpu_s;
   r.peak_over_frac = std::clamp(job.peak_over_frac, 0.0, 1.0);
   r.after_peak = job.after_peak_bytes;
+  r.cpu_weight = std::max(1, job.key.cpu_weight);
   auto& runs = runs_[job.key.identity];
   runs.push_back(r);
   if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
@@ -190,20 +191,23 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
 
 // Max with decay over the newest runs. Returns nothing when no run of the
 // identity completed; *floor then holds what its other runs imply.
-std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, Bytes* floor) const {
+std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, int cpu_weight,
+                                                  Bytes* floor) const {
   double best = 0;
   std::vector<double> walls, cpus, complete_peaks;
   double pof = 0;
-  Bytes after = 0;
+  double after = 0;
   double weight = 1.0;
   for (auto it = runs.rbegin(); it != runs.rend(); ++it, weight *= config_.decay) {
-    best = std::max(best, static_cast<double>(it->peak) * weight * (it->failed ? config_.failed_weight : 1.0));
+    const double scale = static_cast<double>(std::max(1, cpu_weight)) / it->cpu_weight;
+    const double peak = static_cast<double>(it->peak) * scale;
+    best = std::max(best, peak * weight * (it->failed ? config_.failed_weight : 1.0));
     if (it->failed || it->killed || complete_peaks.size() >= 3) continue;
-    complete_peaks.push_back(static_cast<double>(it->peak));
+    complete_peaks.push_back(peak);
     if (it->wall_s > 0) walls.push_back(it->wall_s);
     if (it->cpu_s > 0) cpus.push_back(it->cpu_s);
     pof = std::max(pof, it->peak_over_frac);
-    after = std::max(after, it->after_peak);
+    after = std::max(after, static_cast<double>(it->after_peak) * scale);
   }
   const Bytes peak = to_bytes(best * config_.margin);
   if (complete_peaks.empty()) {
@@ -215,7 +219,7 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
   p.wall_s = median_of(walls);
   p.cpu_s = median_of(cpus);
   p.peak_over_frac = pof > 0 ? pof : 1.0;
-  p.after_peak = std::min(peak, to_bytes(static_cast<double>(after) * config_.margin));
+  p.after_peak = std::min(peak, to_bytes(after * config_.margin));
   auto [lo, hi] = std::minmax_element(complete_peaks.begin(), complete_peaks.end());
   const bool consistent = *lo > 0 && *hi / *lo <= 1.25;
   p.confidence = !consistent ? 0.7 : complete_peaks.size() >= 3 ? 1.0 : complete_peaks.size() == 2 ? 0.9 : 0.75;
@@ -268,7 +272,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
 Prediction Predictor::predict(const JobKey& key) const {
   Bytes floor = 0;
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
-    if (auto own = own_estimate(it->second, &floor)) return *own;
+    if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
   }
   Prediction p = from_groups(key).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);

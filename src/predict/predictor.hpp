@@ -9,7 +9,8 @@
 //     exit) count at `failed_weight`; a run killed by memgate or the OOM
 //     killer saw only part of its peak, so its peak × `killed_bump` is a
 //     floor. If the identity has no complete successful run, its runs are
-//     only a floor under the next source.
+//     only a floor under the next source. If the job's CPU weight changed
+//     (another nvcc --threads), its peaks are scaled by the ratio.
 //  2. "similar": jobs of the same klass whose stems share leading tokens
 //     ("flash_bwd_hdim128_fp16_causal_sm80" ~ "flash_bwd_hdim128_bf16_sm80"),
 //     the deepest shared prefix of at least `min_similar_depth` tokens (or
@@ -89,11 +90,12 @@ class Predictor {
     Bytes after_peak = 0;
     bool failed = false;     // non-zero exit, not killed
     bool killed = false;     // memgate or the OOM killer ended it
+    int cpu_weight = 1;      // peaks scale with it when --threads changes
   };
   struct Node;  // a stem-token trie over one klass or family
 
   void learn(const JobRecord& job, bool in_build);
-  std::optional<Prediction> own_estimate(const std::vector<Run>& runs, Bytes* floor) const;
+  std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key) const;
   int intern(const std::string& identity);
 

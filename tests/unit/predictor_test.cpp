@@ -191,6 +191,18 @@ TEST(Predictor, OtherArchsOfTheSameStemScaleByWeight) {
   EXPECT_EQ(pred.peak, 2 * 6370 * MB);  // measured: 12.6 GB
 }
 
+TEST(Predictor, OwnHistoryScalesWhenThreadsChange) {
+  Predictor p;
+  auto t1 = key_for("flash_bwd_hdim128_fp16_sm80", "nvcc:compile[sm_80,sm_90]", 1);
+  p.add_history(record(t1, 6370 * MB));
+  auto t4 = t1;
+  t4.cpu_weight = 2;  // --threads 4 now runs both archs at once
+  auto pred = p.predict(t4);
+  EXPECT_EQ(pred.source, "history");
+  EXPECT_GE(pred.peak, 2 * 6370 * MB);
+  EXPECT_LE(pred.peak, 2 * 6370 * MB * 11 / 10);
+}
+
 TEST(Predictor, LearnsFromThisBuild) {
   Predictor p;
   auto fresh = key_for("main", "c++:compile");
