@@ -28,10 +28,12 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 constexpr int kNumForwarded = sizeof kForwarded / sizeof kForwarded[0];
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // a signal was passed on this attempt
 
 void forward_signal(int sig) {
   pid_t child = g_child;
   if (child > 0) ::kill(child, sig);
+  g_forwarded = 1;
 }
 
 double now_s() {
@@ -106,6 +108,7 @@ class Forwarding {
  public:
   explicit Forwarding(pid_t child) {
     g_child = child;
+    g_forwarded = 0;
     for (int i = 0; i < kNumForwarded; ++i) {
       ::sigaction(kForwarded[i], nullptr, &old_[i]);
       if (old_[i].sa_handler == SIG_IGN) continue;
@@ -156,8 +159,13 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
     Forwarding forwarding(pid);
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     if (connected && !write_message(fd, StartedMsg{static_cast<int>(pid)})) connected = false;
-    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    // Wait without reaping first: while forwarding is on, the pid must stay
+    // the child's (a zombie), never a recycled one that a signal could hit.
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
+  }
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
   ExitMsg exit;
   exit.status = status;
@@ -167,6 +175,9 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   exit.maxrss_bytes = static_cast<Bytes>(ru.ru_maxrss) * KiB;
   AttemptResult r{status, false};
   if (!connected || !write_message(fd, exit)) return r;
+  // Told to stop (Ctrl-C, the build tool's SIGTERM): the build is ending,
+  // so no verdict is awaited from a governor that may be shutting down.
+  if (g_forwarded) return r;
   auto verdict = read_message(fd);
   if (verdict && std::holds_alternative<VerdictMsg>(*verdict)) r.rerun = std::get<VerdictMsg>(*verdict).rerun;
   return r;
