@@ -201,13 +201,12 @@ std::vector<KillOutcome> kill_stale(const std::vector<StaleProcess>& stale, std:
   for (const auto& s : stale) {
     Target t{&s, -1, false, {s.pid, s.comm, "", false}};
     t.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
-    bool no_pidfds = t.pidfd < 0 && errno == ENOSYS;
-    if (t.pidfd < 0 && !no_pidfds) {
-      t.done = t.outcome.ended = true;
-      t.outcome.result = "already gone";
-    } else if (!same_process_alive(s, proc_root)) {
-      // Checked after pinning: if the start time still matches now, the
-      // pidfd refers to the very process we listed.
+    // Any failure other than "no such process" (an old kernel, no fds
+    // left) falls back to re-checking the start time before each signal.
+    bool gone = t.pidfd < 0 && errno == ESRCH;
+    // Checked after pinning: if the start time still matches now, the pidfd
+    // refers to the very process we listed.
+    if (gone || !same_process_alive(s, proc_root)) {
       auto now = platform::read_proc_stat(s.pid, proc_root);
       t.done = t.outcome.ended = true;
       t.outcome.result = now && now->starttime != s.starttime ? "pid reused: left alone" : "already gone";

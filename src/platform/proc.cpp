@@ -154,8 +154,7 @@ std::vector<pid_t> descendants(pid_t root, const std::vector<ProcInfo>& all) {
   bool present = false;
   for (const auto& p : all) {
     if (p.pid == root) present = true;
-    // pid 0 is the kernel's idle task; never treat it as a parent of a tree
-    // the caller asked for by mistake.
+    // A self-parented entry (only ever in a damaged snapshot) would loop.
     if (p.pid != p.ppid) children.emplace(p.ppid, p.pid);
   }
   std::vector<pid_t> out;
