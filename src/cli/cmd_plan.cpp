@@ -1,16 +1,178 @@
+// memgate plan: estimated build time and peak memory for each static job
+// count, here or on another machine, and the one safe MAX_JOBS.
+//
+// Exit status: 0; 1 if there is nothing to plan from (no recorded build,
+// an unreadable file); 2 for usage errors; 3 with --recommend when no job
+// count is safe (one job alone needs more than capacity - reserve): it
+// still prints 1, the least bad choice, for scripts that go on anyway.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "cli/cli.hpp"
+#include "history/history.hpp"
+#include "plan/input.hpp"
+#include "plan/machine.hpp"
+#include "plan/plan.hpp"
+#include "plan/render.hpp"
 #include "util/log.hpp"
+#include "util/size.hpp"
 
 namespace memgate {
 
+namespace {
+
+constexpr int kNothingSafe = 3;
+
+struct PlanArgs {
+  std::optional<int> cores;
+  std::string memory, reserve, jobs_range, build, ninja_log, history, jobs_csv, profiles;
+  bool recommend = false, json = false;
+  int nvcc_threads = 1, gpu_targets = 1, orders = 200;
+  std::uint64_t seed = 1;
+};
+
+// "A-B" or a single "N".
+Result<std::pair<int, int>> parse_range(const std::string& text) {
+  size_t dash = text.find('-');
+  try {
+    size_t used = 0;
+    int a = std::stoi(text.substr(0, dash), &used);
+    if (used != (dash == std::string::npos ? text.size() : dash)) throw std::invalid_argument(text);
+    int b = a;
+    if (dash != std::string::npos) {
+      std::string rest = text.substr(dash + 1);
+      b = std::stoi(rest, &used);
+      if (used != rest.size()) throw std::invalid_argument(text);
+    }
+    if (a < 1 || b < a) throw std::invalid_argument(text);
+    return std::make_pair(a, b);
+  } catch (const std::exception&) {
+    return Error{fmt::format("invalid --jobs-range '{}': expected A-B with 1 <= A <= B", text)};
+  }
+}
+
+Result<plan::Machine> machine_from(const PlanArgs& a) {
+  plan::Machine here = plan::this_machine();
+  int cores = a.cores ? *a.cores : here.cores;
+  if (cores < 1) return Error{"--cores must be at least 1"};
+  Bytes capacity = here.capacity;
+  if (!a.memory.empty()) {
+    auto m = parse_size(a.memory, here.capacity);
+    if (!m) return Error{fmt::format("--memory: {}", m.error())};
+    capacity = *m;
+  }
+  plan::Machine m = plan::machine_with(cores, capacity);
+  if (!a.reserve.empty()) {
+    auto r = parse_size(a.reserve, capacity);
+    if (!r) return Error{fmt::format("--reserve: {}", r.error())};
+    m.reserve = *r;
+  }
+  if (m.capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
+  return m;
+}
+
+// The only use of the history file; every other source works without it.
+std::unique_ptr<History> open_history(const std::string& flag) {
+  auto h = History::open(History::resolve_path(flag));
+  if (!h) {
+    log::warn("history unavailable: {}", h.error());
+    return nullptr;
+  }
+  return std::move(*h);
+}
+
+Result<plan::PlanInput> load_input(const PlanArgs& a) {
+  if (!a.jobs_csv.empty())
+    return plan::input_from_jobs_csv(a.jobs_csv, a.profiles, plan::NvccShape{a.nvcc_threads, a.gpu_targets});
+  std::unique_ptr<History> history = open_history(a.history);
+  if (!a.ninja_log.empty()) return plan::input_from_ninja_log(a.ninja_log, history.get(), plan::this_machine().cores);
+  if (!history) return Error{"no history to plan from; give --ninja-log or --jobs-csv"};
+  std::optional<std::int64_t> id;
+  if (a.build == "last") {
+    id = history->last_build_id(std::nullopt, std::nullopt);
+    if (!id) return Error{"history holds no build yet"};
+  } else if (!a.build.empty()) {
+    try {
+      id = std::stoll(a.build);
+    } catch (const std::exception&) {
+      return Error{fmt::format("invalid --build '{}': expected a build id or 'last'", a.build)};
+    }
+  }
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  return plan::input_from_history(*history, id, cwd);
+}
+
+int run_plan(const PlanArgs& a) {
+  plan::PlanOptions options;
+  if (!a.jobs_range.empty()) {
+    auto r = parse_range(a.jobs_range);
+    if (!r) {
+      log::error("{}", r.error());
+      return 2;
+    }
+    options.jobs_from = r->first;
+    options.jobs_to = r->second;
+  }
+  options.orders = a.orders;
+  options.seed = a.seed;
+  options.memgate = !a.recommend;
+  options.rows = !a.recommend;
+  auto machine = machine_from(a);
+  if (!machine) {
+    log::error("{}", machine.error());
+    return 2;
+  }
+  auto input = load_input(a);
+  if (!input) {
+    log::error("{}", input.error());
+    return 1;
+  }
+  for (const std::string& note : input->notes) log::info("{}", note);
+  plan::PlanResult result = plan::make_plan(input->jobs, *machine, options);
+
+  if (a.recommend) {
+    if (result.recommended) {
+      std::cout << *result.recommended << "\n";
+      return 0;
+    }
+    log::warn("{}", plan::nothing_safe_message(result));
+    std::cout << 1 << "\n";
+    return kNothingSafe;
+  }
+  if (a.json) std::cout << plan::to_json(result, input->source).dump(2) << "\n";
+  else std::cout << plan::render_table(result, input->source);
+  return 0;
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app, int* status) {
-  auto* cmd = app.add_subcommand("plan", "not implemented yet");
-  cmd->callback([status] {
-    log::error("'plan' is not implemented yet");
-    *status = 1;
-  });
+  auto* cmd = app.add_subcommand("plan", "estimate build time and peak memory for each job count, here or elsewhere");
+  auto args = std::make_shared<PlanArgs>();
+  cmd->add_option("--cores", args->cores, "simulate a machine with this many cores (default: this one's)");
+  cmd->add_option("--memory", args->memory, "simulate this much memory (SIZE or % of this machine's)");
+  cmd->add_option("--reserve", args->reserve, "memory never handed to jobs (default: 5%, 512M..8G)");
+  cmd->add_option("--jobs-range", args->jobs_range, "job counts to consider, A-B (default: 1..2 x cores)");
+  cmd->add_flag("--recommend", args->recommend, "print only the recommended static job count");
+  cmd->add_flag("--json", args->json, "print JSON");
+  cmd->add_option("--build", args->build, "plan from this recorded build (an id, or 'last')");
+  cmd->add_option("--ninja-log", args->ninja_log, "plan from a .ninja_log, with memory from history");
+  cmd->add_option("--history", args->history, "history database (default: MEMGATE_HISTORY or the cache dir)");
+  cmd->add_option("--jobs-csv", args->jobs_csv, "plan from a measured job table (see tests/fixtures/flash-attn)");
+  cmd->add_option("--profiles", args->profiles, "memory profiles of the --jobs-csv rows (default: next to it)");
+  cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")->check(CLI::PositiveNumber);
+  cmd->add_option("--orders", args->orders, "random job orders sampled for the OOM risk (default 200)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", args->seed, "seed of those orders");
+  cmd->callback([status, args] { *status = run_plan(*args); });
 }
 
 }  // namespace memgate

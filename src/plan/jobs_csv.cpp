@@ -1,0 +1,293 @@
+#include "plan/jobs_csv.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "util/fs.hpp"
+
+namespace memgate::plan {
+
+namespace {
+
+std::vector<std::string> split(std::string_view line, char sep) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (true) {
+    size_t at = line.find(sep, from);
+    std::string field(line.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+    while (!field.empty() && (field.back() == '\r' || field.back() == ' ')) field.pop_back();
+    out.push_back(field);
+    if (at == std::string_view::npos) return out;
+    from = at + 1;
+  }
+}
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    if (!line.empty() && line.find_first_not_of(" \r\t") != std::string_view::npos) out.push_back(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+std::optional<double> number(const std::string& s) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+int count_targets(std::string_view targets) {
+  if (targets.starts_with("all")) {
+    auto n = number(std::string(targets.substr(3)));
+    return n && *n >= 1 ? static_cast<int>(*n) : 1;
+  }
+  return 1 + static_cast<int>(std::count(targets.begin(), targets.end(), '+'));
+}
+
+Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text) {
+  auto lines = lines_of(text);
+  if (lines.empty()) return Error{"empty job table"};
+  std::vector<std::string> header = split(lines[0], ',');
+  auto col = [&](std::string_view name) -> std::optional<size_t> {
+    auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) return std::nullopt;
+    return static_cast<size_t>(it - header.begin());
+  };
+  auto c_file = col("file"), c_cpu = col("cpu_s"), c_wall = col("wall_s"), c_peak = col("peak_tree_bytes");
+  if (!c_file || !c_cpu || !c_wall || !c_peak)
+    return Error{"job table needs the columns file, cpu_s, wall_s and peak_tree_bytes"};
+  auto c_targets = col("targets"), c_threads = col("nvcc_threads"), c_tpeak = col("t_peak_s"),
+       c_mean = col("mean_bytes"), c_cont = col("cpu_contended"), c_prof = col("profile");
+
+  std::vector<MeasuredJob> out;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = split(lines[i], ',');
+    auto get = [&](std::optional<size_t> c) { return c && *c < f.size() ? f[*c] : std::string(); };
+    MeasuredJob j;
+    j.file = get(c_file);
+    auto cpu = number(get(c_cpu)), wall = number(get(c_wall)), peak = number(get(c_peak));
+    if (j.file.empty() || !cpu || !wall || !peak || *wall <= 0)
+      return Error{fmt::format("job table line {}: expected a file, cpu_s, wall_s > 0 and peak_tree_bytes", i + 1)};
+    j.cpu_s = *cpu;
+    j.wall_s = *wall;
+    j.peak = static_cast<Bytes>(*peak);
+    j.targets = c_targets ? get(c_targets) : "sm80";
+    j.target_count = count_targets(j.targets);
+    j.nvcc_threads = std::max(1, static_cast<int>(number(get(c_threads)).value_or(1)));
+    j.t_peak_s = number(get(c_tpeak)).value_or(0);
+    j.mean = static_cast<Bytes>(number(get(c_mean)).value_or(0));
+    j.contended = number(get(c_cont)).value_or(0) != 0;
+    j.profile = get(c_prof);
+    out.push_back(std::move(j));
+  }
+  if (out.empty()) return Error{"job table has no rows"};
+  return out;
+}
+
+std::vector<MemSample> parse_profile_csv(std::string_view text) {
+  std::vector<MemSample> out;
+  for (std::string_view line : lines_of(text)) {
+    std::vector<std::string> f = split(line, ',');
+    if (f.size() < 2) continue;
+    auto t = number(f[0]), b = number(f[1]);
+    if (!t || !b) continue;  // the header, or a damaged line
+    out.push_back({*t, static_cast<Bytes>(*b)});
+  }
+  return out;
+}
+
+Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const std::string& profiles_dir) {
+  auto text = read_file(path);
+  if (!text) return Error{fmt::format("cannot read the job table {}", path)};
+  auto rows = parse_jobs_csv(*text);
+  if (!rows) return Error{fmt::format("{}: {}", path, rows.error())};
+  std::vector<std::string> dirs;
+  if (!profiles_dir.empty()) {
+    dirs.push_back(profiles_dir);
+  } else {
+    std::error_code ec;
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (parent.empty()) parent = ".";
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec))
+      if (entry.is_directory(ec) && entry.path().filename().string().ends_with("profiles"))
+        dirs.push_back(entry.path().string());
+    std::sort(dirs.begin(), dirs.end());
+  }
+  for (MeasuredJob& j : *rows) {
+    if (j.profile.empty()) continue;
+    for (const std::string& d : dirs) {
+      if (auto p = read_file(join_path(d, j.profile))) {
+        j.samples = parse_profile_csv(*p);
+        break;
+      }
+    }
+  }
+  return rows;
+}
+
+std::vector<MeasuredJob> base_measurements(const std::vector<MeasuredJob>& rows) {
+  std::vector<MeasuredJob> out;
+  std::map<std::string, size_t> at;
+  for (const MeasuredJob& r : rows) {
+    bool clean = !r.contended || r.profile.find("__rerun") != std::string::npos;
+    if (!clean || r.target_count != 1 || r.nvcc_threads != 1) continue;
+    auto it = at.find(r.file);
+    if (it == at.end()) {
+      at[r.file] = out.size();
+      out.push_back(r);
+    } else if (r.targets == "sm80" && out[it->second].targets != "sm80") {
+      out[it->second] = r;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The single-target profile, in rounds of `n` pipelines over `k` targets.
+std::vector<ProfilePoint> rounds_profile(const std::vector<ProfilePoint>& single, int n, int k) {
+  std::vector<ProfilePoint> out;
+  double start = 0;
+  for (int done = 0; done < k;) {
+    int m = std::min(n, k - done);
+    double span = static_cast<double>(m) / k;
+    for (const ProfilePoint& pt : single) {
+      ProfilePoint q{start + pt.p * span, pt.bytes * m};
+      if (!out.empty() && q.p <= out.back().p) q.p = out.back().p;
+      out.push_back(q);
+    }
+    start += span;
+    done += m;
+  }
+  out.back().p = 1.0;
+  return downsample(out, kMaxProfilePoints);
+}
+
+std::vector<ProfilePoint> single_profile(const MeasuredJob& m) {
+  if (!m.samples.empty()) return profile_from_samples(m.samples, m.wall_s, m.peak, m.t_peak_s);
+  // synthesize_profile's shape (ramp from a tenth of the peak, a short
+  // hold and fall), with the level after it that gives the measured mean.
+  double at = m.wall_s > 0 ? std::clamp(m.t_peak_s / m.wall_s, 0.0, 1.0) : 0.2;
+  double hold = std::min(0.02, 1 - at), fall = std::min(0.02, 1 - at - hold), rest = 1 - at - hold - fall;
+  double peak = static_cast<double>(m.peak);
+  double level = peak / 4;
+  if (m.mean > 0 && rest + fall > 0)
+    level = (static_cast<double>(m.mean) - peak * (0.55 * at + hold + 0.5 * fall)) / (0.5 * fall + rest);
+  return synthesize_profile(m.peak, at, at + hold, static_cast<Bytes>(std::clamp(level, 0.0, peak)));
+}
+
+}  // namespace
+
+PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccShape& shape) {
+  int k = std::max(1, shape.targets);
+  int n = std::min(std::max(1, shape.threads), k);
+  PlanJob job;
+  job.name = file;
+  job.key.tool = "nvcc";
+  job.key.identity = fmt::format("nvcc:compile:{}[{} targets]", file, k);
+  job.key.klass = fmt::format("nvcc:compile[{} targets]", k);
+  job.key.stem = file;
+  job.key.cpu_weight = n;
+  job.threads = n;
+  job.cpu_s = base.cpu_s * k;
+  // A clean single-target job computes nearly all of its wall time; keep
+  // the measured ratio rather than assume it.
+  job.work_s = base.wall_s * k / n;
+  job.profile = rounds_profile(single_profile(base), n, k);
+  normalize(job);
+  job.predicted.source = "measured";
+  return job;
+}
+
+std::vector<std::string> flash_attn_kernel_files() {
+  std::vector<std::string> out;
+  for (const char* kind : {"fwd", "fwd_split", "fwd_split_align", "bwd"})
+    for (int hdim : {32, 64, 96, 128, 192, 256})
+      for (const char* dtype : {"fp16", "bf16"})
+        for (const char* causal : {"", "_causal"})
+          out.push_back(fmt::format("flash_{}_hdim{}_{}{}_sm80.cu", kind, hdim, dtype, causal));
+  return out;
+}
+
+namespace {
+
+struct KernelName {
+  std::string kind, dtype;
+  int hdim = 0;
+  bool causal = false;
+};
+
+std::optional<KernelName> parse_kernel(std::string_view file) {
+  if (!file.starts_with("flash_") || !file.ends_with("_sm80.cu")) return std::nullopt;
+  std::string_view mid = file.substr(6, file.size() - 6 - 8);
+  size_t h = mid.find("_hdim");
+  if (h == std::string_view::npos) return std::nullopt;
+  KernelName k;
+  k.kind = std::string(mid.substr(0, h));
+  std::vector<std::string> rest = split(mid.substr(h + 5), '_');
+  if (rest.size() < 2 || rest.size() > 3) return std::nullopt;
+  auto hd = number(rest[0]);
+  if (!hd) return std::nullopt;
+  k.hdim = static_cast<int>(*hd);
+  k.dtype = rest[1];
+  k.causal = rest.size() == 3;
+  if (k.causal && rest[2] != "causal") return std::nullopt;
+  if (k.kind != "fwd" && k.kind != "bwd" && k.kind != "fwd_split" && k.kind != "fwd_split_align") return std::nullopt;
+  return k;
+}
+
+const MeasuredJob* nearest(const std::vector<MeasuredJob>& bases, const KernelName& want) {
+  const MeasuredJob* best = nullptr;
+  double best_score = 1e18;
+  for (const MeasuredJob& b : bases) {
+    auto k = parse_kernel(b.file);
+    if (!k || k->kind != want.kind) continue;
+    double dist = std::fabs(std::log2(static_cast<double>(k->hdim) / want.hdim));
+    // Head dim first, the larger (heavier) one on a tie; then dtype, causality.
+    double score = dist * 100 - (k->hdim > want.hdim ? 1 : 0) + (k->dtype != want.dtype ? 0.1 : 0) +
+                   (k->causal != want.causal ? 0.01 : 0);
+    if (score < best_score) best_score = score, best = &b;
+  }
+  return best;
+}
+
+}  // namespace
+
+Result<Workload> workload_from_measurements(const std::vector<MeasuredJob>& rows, const NvccShape& shape) {
+  std::vector<MeasuredJob> bases = base_measurements(rows);
+  if (bases.empty()) return Error{"the job table has no clean single-target --threads 1 row to build jobs from"};
+  Workload w;
+  bool flash = std::all_of(bases.begin(), bases.end(), [](const MeasuredJob& b) { return parse_kernel(b.file); });
+  int k = std::max(1, shape.targets), n = std::min(std::max(1, shape.threads), k);
+  if (flash) {
+    int measured = 0;
+    for (const std::string& file : flash_attn_kernel_files()) {
+      const MeasuredJob* b = nearest(bases, *parse_kernel(file));
+      if (!b) continue;  // no measured kernel of this kind at all
+      measured += b->file == file;
+      w.jobs.push_back(nvcc_job(*b, file, shape));
+    }
+    w.description = fmt::format("flash-attn 2.8 kernels: {} files ({} measured, the rest from their nearest measured file)",
+                                w.jobs.size(), measured);
+  } else {
+    for (const MeasuredJob& b : bases) w.jobs.push_back(nvcc_job(b, b.file, shape));
+    w.description = fmt::format("{} measured nvcc jobs", w.jobs.size());
+  }
+  w.description += fmt::format(", {} target{}, nvcc --threads {} ({} at once)", k, k == 1 ? "" : "s",
+                               std::max(1, shape.threads), n);
+  return w;
+}
+
+}  // namespace memgate::plan

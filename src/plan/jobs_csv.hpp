@@ -1,0 +1,91 @@
+// Measured job tables (`memgate plan --jobs-csv PATH`), in the format of
+// the flash-attn measurements (tests/fixtures/flash-attn/):
+//
+//   file,targets,nvcc_threads,cpu_s,wall_s,peak_tree_bytes,
+//   largest_process_peak_bytes,t_peak_s,mean_bytes,cpu_contended,profile
+//
+// plus, optionally, a directory of profiles (`t_seconds,bytes` per file)
+// named in the `profile` column. Columns are found by name; extra ones are
+// ignored.
+//
+// From table to workload:
+// 1. Base measurements: per file, one clean single-target row with
+//    --threads 1 (cpu_contended = 0, or a `__rerun` profile, which is a
+//    clean repeat); an sm80 row is preferred. Contended rows are left out:
+//    their wall and CPU times are inflated.
+// 2. nvcc --threads T over K targets (data/README.md): with n = min(T, K)
+//    pipelines at once, peak = n x the single-target peak, CPU = K x its
+//    CPU, wall = CPU / n, and the job keeps n threads (its cpu_weight).
+//    Its profile is the single-target profile played in rounds of n
+//    pipelines (the last round holds the rest), each round taking its
+//    share of the job and scaled by its pipeline count.
+// 3. If every base file is a flash-attn kernel
+//    (flash_{fwd,bwd,fwd_split,fwd_split_align}_hdimH_{fp16,bf16}[_causal]_sm80.cu),
+//    the workload is the whole flash-attn 2.8 kernel build: 96 files, our
+//    model of its list being those 4 kinds x head dims
+//    {32, 64, 96, 128, 192, 256} x {fp16, bf16} x {plain, causal}. A file
+//    that was not measured takes the figures of the nearest measured file
+//    of its kind: nearest head dim (log scale, the larger on a tie), then
+//    same dtype, then same causality. flash_api.cpp (host C++) was not
+//    measured and is left out. Otherwise every base file is one job.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/job.hpp"
+#include "plan/workload.hpp"
+#include "util/result.hpp"
+
+namespace memgate::plan {
+
+struct MeasuredJob {
+  std::string file;
+  std::string targets;    // "sm80", "sm80+sm90", "all6"
+  int target_count = 1;
+  int nvcc_threads = 1;
+  double cpu_s = 0;
+  double wall_s = 0;
+  Bytes peak = 0;
+  double t_peak_s = 0;
+  Bytes mean = 0;
+  bool contended = false;
+  std::string profile;    // file name in the profiles directory
+  std::vector<MemSample> samples;  // the profile, if it was found
+};
+
+Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text);
+// `t_seconds,bytes` rows (a header line is skipped).
+std::vector<MemSample> parse_profile_csv(std::string_view text);
+// "sm80" -> 1, "sm80+sm90" -> 2, "all6" -> 6.
+int count_targets(std::string_view targets);
+
+// Reads the table and the profiles it names from `profiles_dir`, or, if
+// that is empty, from any directory next to the table whose name ends in
+// "profiles". A missing profile is not an error (one is synthesized).
+Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const std::string& profiles_dir = "");
+
+struct NvccShape {
+  int threads = 1;  // nvcc --threads
+  int targets = 1;  // archs in the -gencode list
+};
+
+std::vector<MeasuredJob> base_measurements(const std::vector<MeasuredJob>& rows);
+
+// One nvcc job compiling `file` with the base file's figures.
+PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccShape& shape);
+
+struct Workload {
+  std::vector<PlanJob> jobs;
+  std::string description;  // for the table's title
+};
+
+// Steps 1-3 above. Errors if the table has no usable row.
+Result<Workload> workload_from_measurements(const std::vector<MeasuredJob>& rows, const NvccShape& shape);
+
+// The 96 kernel files of our flash-attn 2.8 model, in build order.
+std::vector<std::string> flash_attn_kernel_files();
+
+}  // namespace memgate::plan

@@ -1,0 +1,108 @@
+#include "plan/render.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "util/size.hpp"
+
+namespace memgate::plan {
+
+namespace {
+
+std::string percent(double share) {
+  if (share <= 0) return "0%";
+  if (share < 0.01) return "<1%";
+  return fmt::format("{:.0f}%", share * 100);
+}
+
+std::string per_min(double v) { return v >= 10 ? fmt::format("{:.0f}", v) : fmt::format("{:.2g}", v); }
+
+std::string memgate_line(const MemgateRow& m) {
+  auto counter = [&](const char* name) {
+    auto it = m.counters.find(name);
+    return it == m.counters.end() ? std::int64_t{0} : it->second;
+  };
+  std::string note = fmt::format("froze {}, requeued {}, OOM-killed {}", counter("frozen"), counter("requeued"),
+                                 counter("oom_killed"));
+  if (counter("ran_alone") > 0) note += fmt::format(", ran {} alone", counter("ran_alone"));
+  if (m.failed > 0) note += fmt::format(", {} FAILED after repeated kills", m.failed);
+  if (!m.finished) note += ", simulation gave up";
+  return fmt::format("{:>7} {:>9} {:>8} {:>11} {:>11}  {}\n", "memgate", format_duration(m.wall_s),
+                     per_min(m.objects_per_min), format_bytes(m.peak), "", note);
+}
+
+}  // namespace
+
+std::string nothing_safe_message(const PlanResult& r) {
+  return fmt::format("no static job count is safe: {} alone peaks at {}, more than capacity - reserve ({} - {} = {})",
+                     r.largest_job, format_bytes(r.largest_peak), format_bytes(r.machine.capacity),
+                     format_bytes(r.machine.reserve), format_bytes(r.machine.budget()));
+}
+
+std::string render_table(const PlanResult& r, const std::string& source) {
+  const Machine& m = r.machine;
+  std::string out = fmt::format("memgate plan: {} jobs ({})\n", r.job_count, source);
+  out += fmt::format("machine: {} cores, {} capacity, {} reserve: safe job counts stay within {}\n", m.cores,
+                     format_bytes(m.capacity), format_bytes(m.reserve), format_bytes(m.budget()));
+  out += fmt::format("OOM risk: share of {} random job orders whose peak exceeds the capacity\n\n", r.orders);
+  out += fmt::format("{:>7} {:>9} {:>8} {:>11} {:>11} {:>9}\n", "-j", "time", "obj/min", "peak", "worst peak",
+                     "OOM risk");
+  for (const PlanRow& row : r.rows) {
+    std::string mark = r.recommended && row.jobs == *r.recommended ? "  <- recommended"
+                       : row.safe                                  ? ""
+                                                                   : "  over capacity - reserve";
+    out += fmt::format("{:>7} {:>9} {:>8} {:>11} {:>11} {:>9}{}\n", row.jobs, format_duration(row.wall_s),
+                       per_min(row.objects_per_min), format_bytes(row.peak), format_bytes(row.worst_peak),
+                       percent(row.oom_risk), mark);
+  }
+  if (r.memgate) out += memgate_line(*r.memgate);
+  out += "\n";
+  if (r.recommended) {
+    out += fmt::format("recommended: -j {} (the smallest safe job count within 5% of the best safe time, {})\n",
+                       *r.recommended, format_duration(r.best_safe_wall_s));
+  } else if (r.safe_up_to == 0 && r.jobs_from > 1) {
+    out += fmt::format("no job count in {}-{} is safe; try a range starting lower\n", r.jobs_from, r.jobs_to);
+  } else {
+    out += nothing_safe_message(r) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json to_json(const PlanResult& r, const std::string& source) {
+  nlohmann::json j;
+  j["rows"] = nlohmann::json::array();
+  for (const PlanRow& row : r.rows) {
+    j["rows"].push_back({{"jobs", row.jobs},
+                         {"wall_s", row.wall_s},
+                         {"objects_per_min", row.objects_per_min},
+                         {"peak_bytes", row.peak},
+                         {"worst_peak_bytes", row.worst_peak},
+                         {"oom_risk", row.oom_risk},
+                         {"safe", row.safe}});
+  }
+  if (r.memgate) {
+    j["memgate"] = {{"wall_s", r.memgate->wall_s},
+                    {"objects_per_min", r.memgate->objects_per_min},
+                    {"peak_bytes", r.memgate->peak},
+                    {"finished", r.memgate->finished},
+                    {"failed", r.memgate->failed},
+                    {"counters", r.memgate->counters}};
+  } else {
+    j["memgate"] = nullptr;
+  }
+  j["recommended_jobs"] = r.recommended ? nlohmann::json(*r.recommended) : nlohmann::json(nullptr);
+  j["safe_up_to"] = r.safe_up_to;
+  j["best_safe_wall_s"] = r.best_safe_wall_s;
+  j["machine"] = {{"cores", r.machine.cores},
+                  {"capacity_bytes", r.machine.capacity},
+                  {"reserve_bytes", r.machine.reserve},
+                  {"budget_bytes", r.machine.budget()}};
+  j["job_count"] = r.job_count;
+  j["orders"] = r.orders;
+  j["largest_job"] = {{"name", r.largest_job}, {"peak_bytes", r.largest_peak}};
+  j["source"] = source;
+  return j;
+}
+
+}  // namespace memgate::plan
