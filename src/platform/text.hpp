@@ -1,6 +1,6 @@
 // Tokenising helpers shared by the kernel-file parsers. Kernel files are
-// small and line-oriented; these never throw and never allocate more than
-// the views they return point into.
+// small and line-oriented; these never throw, and the pieces they return
+// are views into the caller's text.
 #pragma once
 
 #include <cstdint>
