@@ -80,11 +80,12 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   job.exec->end_attempt();
   job.killed_by_us = false;
   job.current = 0;
+  // Killed attempts teach the predictor too: what they reached is a floor.
+  JobRecord rec = make_record(job, m);
+  predictor_.observe(rec);
+  gov_->repredict_waiting();
   if (!rerun) {
     job.done = true;
-    JobRecord rec = make_record(job, m);
-    predictor_.observe(rec);
-    gov_->repredict_waiting();
     record_index_[job.id] = static_cast<int>(finished_.size());
     finished_.push_back(std::move(rec));
   }
