@@ -130,6 +130,28 @@ class Forwarding {
   struct sigaction old_[kNumForwarded] {};
 };
 
+// The governor may still want a rerun after a failed fork (it was likely
+// short of memory or pids, like a kill it ordered itself).
+AttemptResult report_fork_failure(const Launch& launch, int fd, int error) {
+  log::error("cannot start '{}': fork: {}", launch.argv[0], std::strerror(error));
+  AttemptResult r{126 << 8, false};
+  if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, 0})) {
+    auto v = read_message(fd);
+    if (v && std::holds_alternative<VerdictMsg>(*v)) r.rerun = std::get<VerdictMsg>(*v).rerun;
+  }
+  return r;
+}
+
+ExitMsg exit_report(int status, const rusage& ru, double wall_s) {
+  ExitMsg exit;
+  exit.status = status;
+  exit.wall_s = wall_s;
+  exit.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  exit.maxrss_bytes = static_cast<Bytes>(ru.ru_maxrss) * KiB;
+  return exit;
+}
+
 // One attempt: fork, exec, wait, report. `fd` < 0 once the governor is
 // lost; the attempt still runs to the end and is never rerun.
 AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
@@ -143,17 +165,9 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   if (pid < 0) {
     int e = errno;
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
-    log::error("cannot start '{}': fork: {}", launch.argv[0], std::strerror(e));
-    AttemptResult r{126 << 8, false};
-    if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, 0})) {
-      auto v = read_message(fd);
-      if (v && std::holds_alternative<VerdictMsg>(*v)) r.rerun = std::get<VerdictMsg>(*v).rerun;
-    }
-    return r;
+    return report_fork_failure(launch, fd, e);
   }
 
-  int status = 0;
-  rusage ru{};
   bool connected = fd >= 0;
   {
     Forwarding forwarding(pid);
@@ -165,16 +179,12 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
     while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
   }
+  int status = 0;
+  rusage ru{};
   while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
-  ExitMsg exit;
-  exit.status = status;
-  exit.wall_s = now_s() - start;
-  exit.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  exit.maxrss_bytes = static_cast<Bytes>(ru.ru_maxrss) * KiB;
   AttemptResult r{status, false};
-  if (!connected || !write_message(fd, exit)) return r;
+  if (!connected || !write_message(fd, exit_report(status, ru, now_s() - start))) return r;
   // Told to stop (Ctrl-C, the build tool's SIGTERM): the build is ending,
   // so no verdict is awaited from a governor that may be shutting down.
   if (g_forwarded) return r;
