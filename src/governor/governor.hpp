@@ -43,7 +43,7 @@ struct GovernorConfig {
   // stream of small ones.
   double starvation_s = 30;
   // Pressure thresholds, as fractions of the effective limit E.
-  double freeze_frac = 0.95;   // freeze above this
+  double freeze_frac = 0.92;   // freeze above this (leaves room to act before killing)
   double kill_frac = 0.985;    // kill above this
   double thaw_frac = 0.88;     // thaw when use plus the job's growth stays below this...
   double thaw_hold_s = 1.0;    // ...for this long
