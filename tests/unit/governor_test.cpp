@@ -276,7 +276,7 @@ TEST(GovernorPressure, ThawsOnlyAfterMemoryStaysLow) {
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 2).thaw.empty());
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 2.5).thaw.empty());
   // A spike resets the hold.
-  EXPECT_TRUE(f.g().step(used(3800 * MiB), 2.8).thaw.empty());
+  EXPECT_TRUE(f.g().step(used(3700 * MiB), 2.8).thaw.empty());
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 3.0).thaw.empty());
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 3.5).thaw.empty());
   Decisions d = f.g().step(used(2200 * MiB), 4.1);
