@@ -75,7 +75,11 @@ RequestMsg make_request(const Launch& launch) {
   req.argv = launch.argv;
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf)) req.cwd = buf;
-  CommandInfo info = analyze_command(launch.argv, req.cwd);
+  // nvcc also reads flags from the environment (--threads, -gencode set
+  // there change the job's weight and identity like flags on the line).
+  const char* pre = ::getenv("NVCC_PREPEND_FLAGS");
+  const char* app = ::getenv("NVCC_APPEND_FLAGS");
+  CommandInfo info = analyze_command(with_nvcc_env_flags(launch.argv, pre ? pre : "", app ? app : ""), req.cwd);
   req.tool = info.key.tool;
   req.identity = info.key.identity;
   req.klass = info.key.klass;
