@@ -111,6 +111,7 @@ std::vector<GovJob*> Governor::by_state(JobState s) {
 
 GovernorCounts Governor::counts() const {
   GovernorCounts c;
+  c.done = static_cast<int>(done_.size());
   for (const auto& [id, j] : jobs_) {
     switch (j.state) {
       case JobState::waiting:
@@ -121,7 +122,7 @@ GovernorCounts Governor::counts() const {
       case JobState::running:
       case JobState::killing: ++c.running; break;
       case JobState::frozen: ++c.frozen; break;
-      case JobState::done: ++c.done; break;
+      case JobState::done: break;
     }
   }
   return c;
@@ -327,7 +328,9 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
 }
 
 void Governor::freeze_failed(JobId id) {
-  GovJob& j = jobs_.at(id);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  GovJob& j = it->second;
   if (j.state != JobState::frozen) return;
   j.state = JobState::running;
   j.frozen_since = -1;
@@ -352,13 +355,15 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
 }
 
 bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
-  GovJob& j = jobs_.at(id);
-  if (j.state == JobState::done) return false;
+  auto found = jobs_.find(id);
+  if (found == jobs_.end()) return false;  // already done
+  GovJob& j = found->second;
   if (j.state == JobState::waiting) {
     // The wrapper gave up before it was granted (its build was interrupted).
     j.state = JobState::done;
     j.wait_s += now - j.queued_t;
     count("cancelled");
+    retire(id);
     return false;
   }
   if (j.frozen_since >= 0) {
@@ -397,7 +402,18 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
   j.state = JobState::done;
   count("jobs");
   if (how != ExitKind::finished || exit_status != 0) count("failed");
+  retire(id);
   return false;
+}
+
+void Governor::retire(JobId id) {
+  auto node = jobs_.extract(id);
+  if (!node.empty()) done_.insert(std::move(node));
+}
+
+const GovJob& Governor::job(JobId id) const {
+  auto it = jobs_.find(id);
+  return it != jobs_.end() ? it->second : done_.at(id);
 }
 
 void Governor::repredict_waiting() {

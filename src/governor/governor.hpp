@@ -151,7 +151,8 @@ class Governor {
   // Predictions improved (a job of the build finished): re-predict the queue.
   void repredict_waiting();
 
-  const GovJob& job(JobId id) const { return jobs_.at(id); }
+  // Any job of this build, running or done (throws for an unknown id).
+  const GovJob& job(JobId id) const;
   const std::map<std::string, std::int64_t>& counters() const { return counters_; }
   const std::vector<GovEvent>& events() const { return events_; }
   GovernorCounts counts() const;
@@ -182,7 +183,11 @@ class Governor {
 
   GovernorConfig cfg_;
   PredictFn predict_;
+  // Jobs not yet done: every decision iterates these, so the thousands a
+  // long build has finished cost nothing per step.
   std::map<JobId, GovJob> jobs_;
+  std::map<JobId, GovJob> done_;
+  void retire(JobId id);
   JobId next_id_ = 1;
   std::map<std::string, std::int64_t> counters_;
   std::vector<GovEvent> events_;
