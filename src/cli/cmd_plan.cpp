@@ -3,8 +3,10 @@
 //
 // Exit status: 0; 1 if there is nothing to plan from (no recorded build,
 // an unreadable file); 2 for usage errors; 3 with --recommend when no job
-// count is safe (one job alone needs more than capacity - reserve): it
-// still prints 1, the least bad choice, for scripts that go on anyway.
+// count is safe (one job alone needs more than capacity - reserve, or the
+// --jobs-range starts above the safe counts): it still prints 1, the
+// least bad choice, for scripts that go on anyway
+// (`MAX_JOBS=$(memgate plan --recommend || true)`).
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -74,6 +76,9 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
     m.reserve = *r;
   }
   if (m.capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
+  if (m.reserve < 0 || m.reserve >= m.capacity)
+    return Error{fmt::format("--reserve {} leaves nothing of the capacity ({})", format_bytes(m.reserve),
+                             format_bytes(m.capacity))};
   return m;
 }
 
@@ -142,7 +147,7 @@ int run_plan(const PlanArgs& a) {
       std::cout << *result.recommended << "\n";
       return 0;
     }
-    log::warn("{}", plan::nothing_safe_message(result));
+    log::warn("{}", plan::no_recommendation_message(result));
     std::cout << 1 << "\n";
     return kNothingSafe;
   }

@@ -34,7 +34,10 @@ std::string memgate_line(const MemgateRow& m) {
 
 }  // namespace
 
-std::string nothing_safe_message(const PlanResult& r) {
+std::string no_recommendation_message(const PlanResult& r) {
+  if (r.largest_peak <= r.machine.budget())
+    return fmt::format("no job count in {}-{} is safe; smaller ones may be (try --jobs-range 1-{})", r.jobs_from,
+                       r.jobs_to, r.jobs_to);
   return fmt::format("no static job count is safe: {} alone peaks at {}, more than capacity - reserve ({} - {} = {})",
                      r.largest_job, format_bytes(r.largest_peak), format_bytes(r.machine.capacity),
                      format_bytes(r.machine.reserve), format_bytes(r.machine.budget()));
@@ -61,10 +64,8 @@ std::string render_table(const PlanResult& r, const std::string& source) {
   if (r.recommended) {
     out += fmt::format("recommended: -j {} (the smallest safe job count within 5% of the best safe time, {})\n",
                        *r.recommended, format_duration(r.best_safe_wall_s));
-  } else if (r.safe_up_to == 0 && r.jobs_from > 1) {
-    out += fmt::format("no job count in {}-{} is safe; try a range starting lower\n", r.jobs_from, r.jobs_to);
   } else {
-    out += nothing_safe_message(r) + "\n";
+    out += no_recommendation_message(r) + "\n";
   }
   return out;
 }

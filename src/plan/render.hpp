@@ -21,7 +21,8 @@ std::string render_table(const PlanResult& result, const std::string& source);
 //  "job_count", "orders", "largest_job": {"name", "peak_bytes"}, "source"}
 nlohmann::json to_json(const PlanResult& result, const std::string& source);
 
-// One line for when nothing is safe: which job is too big for what.
-std::string nothing_safe_message(const PlanResult& result);
+// Why there is no recommendation: the job too big to run alone within
+// capacity - reserve, or a --jobs-range that starts above the safe counts.
+std::string no_recommendation_message(const PlanResult& result);
 
 }  // namespace memgate::plan
