@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""The lower bound on a workload's wall time, as issue 8 defines it:
+    max(sum of CPU / cores, sum of (peak x duration) / capacity, longest job)
+from the jobs' nominal specs (--jobs-csv: name, peak_bytes, duration_s,
+cpu_s[, mem_gb_s]) or from a memgate history (--history-json, `memgate
+history --json --build ID`: each job's cpu_s and peak_bytes; a single-threaded
+compile alone on a core lasts its CPU time). Capacity is the cgroup limit
+every contender runs under. Prints one CSV row (no header): workload, cores,
+capacity_bytes, sum_cpu_s, sum_peak_x_dur_gb_s, longest_s, area_gb_s,
+lower_bound_s, source. area_gb_s is the memory actually held over time
+(sum of the integral of each job's memory), when known: area / capacity is
+a true lower bound even for a scheduler that packs jobs past their peaks,
+which sum(peak x duration) / capacity is not.
+"""
+import argparse
+import csv
+import json
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--workload", required=True)
+ap.add_argument("--cores", type=int, required=True)
+ap.add_argument("--capacity", type=int, required=True)
+ap.add_argument("--jobs-csv")
+ap.add_argument("--history-json")
+ap.add_argument("--source", default="")
+a = ap.parse_args()
+
+jobs = []  # (peak bytes, duration s, cpu s, area GB*s or None)
+if a.jobs_csv:
+    for r in csv.DictReader(open(a.jobs_csv)):
+        area = float(r["mem_gb_s"]) if r.get("mem_gb_s") else None
+        jobs.append((int(r["peak_bytes"]), float(r["duration_s"]), float(r["cpu_s"]), area))
+elif a.history_json:
+    for j in json.load(open(a.history_json))["jobs"]:
+        jobs.append((int(j["peak_bytes"]), float(j["cpu_s"]), float(j["cpu_s"]), None))
+if not jobs:
+    sys.exit("bounds.py: no jobs")
+cap = a.capacity / 1e9
+sum_cpu = sum(j[2] for j in jobs)
+sum_pd = sum(j[0] / 1e9 * j[1] for j in jobs)
+longest = max(j[1] for j in jobs)
+area = sum(j[3] for j in jobs) if all(j[3] is not None for j in jobs) else None
+lb = max(sum_cpu / a.cores, sum_pd / cap, longest)
+csv.writer(sys.stdout).writerow([a.workload, a.cores, a.capacity, f"{sum_cpu:.1f}", f"{sum_pd:.1f}", f"{longest:.1f}",
+                                 "" if area is None else f"{area:.1f}", f"{lb:.1f}", a.source])

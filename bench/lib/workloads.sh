@@ -1,0 +1,75 @@
+# bench/lib/workloads.sh: the workloads of bench/run (sourced after
+# contenders.sh). Each workload_NAME builds its tree, sets the W_* variables
+# contenders.sh documents, runs the contenders and appends its lower bound
+# to $BENCH_BOUNDS.
+
+# Workload (a), flash-like: memjob jobs shaped like the measured flash-attn
+# nvcc jobs (bench/lib/flash_jobs.py), memory / 16 and time / 15, sleeping
+# (no --cpu) so the run stands for a 16-core machine with 3 GiB x 16 = 48 GiB
+# of RAM whose limit is memory, not CPU. memjob is called as `nvcc` (a fake
+# compiler dir first in PATH), so memgate's nvcc defaults apply when cold.
+workload_flash() {
+  local mem_scale=16 time_scale=15 njobs=48
+  [ "$QUICK" = 1 ] && njobs=20
+  W_NAME=flash
+  W_DIR="$BENCH_TMP/flash"
+  W_LIMIT=$((3 << 30))
+  W_CORES=16
+  W_MEMJOBS=16
+  W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 240 || echo 600)
+  /usr/bin/python3 "$BENCH_LIB/flash_jobs.py" --data "$FLASH_DATA" --jobs "$njobs" \
+    --mem-scale "$mem_scale" --time-scale "$time_scale" --out "$W_DIR"
+  (cd "$W_DIR" && ls -1 *.cu >jobs.txt)
+  mkdir -p "$BENCH_TMP/fakecc"
+  ln -sf "$MEMJOB" "$BENCH_TMP/fakecc/nvcc"
+  W_PATH="$BENCH_TMP/fakecc"
+  W_PAR_CMD='nvcc -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
+  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $mem_scale)")
+  w_check() {
+    local src ok=0 total=0
+    for src in "$W_DIR"/*.cu; do
+      total=$((total + 1))
+      head -n1 "${src%.cu}.o" 2>/dev/null | grep -q '^memjob-ok ' && ok=$((ok + 1))
+    done
+    echo "$ok $total"
+  }
+  run_contenders
+  # Each sleeping job stands for a CPU-bound compile of its duration on the
+  # 16-core machine: CPU = duration.
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash --cores "$W_CORES" --capacity "$W_LIMIT" \
+    --jobs-csv "$W_DIR/jobs.csv" --source "nominal job specs (memory /$mem_scale, time /$time_scale)" >>"$BENCH_BOUNDS"
+}
+
+# Workload (b), real g++: generated translation units (bench/lib/gxx_jobs.py)
+# that make cc1plus use ~150 MB to ~1.2 GB, on this machine's real cores,
+# in a 2 GiB cgroup.
+workload_gxx() {
+  W_NAME=gxx
+  W_DIR="$BENCH_TMP/gxx"
+  W_LIMIT=$((2 << 30))
+  W_CORES=$(nproc)
+  W_MEMJOBS=""
+  W_PATH=""
+  W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 300 || echo 900)
+  local q=()
+  [ "$QUICK" = 1 ] && q=(--quick)
+  /usr/bin/python3 "$BENCH_LIB/gxx_jobs.py" "${q[@]}" --out "$W_DIR"
+  W_PAR_CMD='g++ -O2 -std=c++17 -fconstexpr-loop-limit=100000000 -fconstexpr-ops-limit=1000000000000 -c {} -o {.}.o'
+  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["nominal_peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  # Real memory, so flash-attn's 5 GB per thread as it is.
+  W_FORMULA_GB_PER_THREAD=5
+  w_check() {
+    local src ok=0 total=0
+    for src in "$W_DIR"/*.cpp; do
+      total=$((total + 1))
+      [ "$(head -c4 "${src%.cpp}.o" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && ok=$((ok + 1))
+    done
+    echo "$ok $total"
+  }
+  run_contenders
+  # CPU time and peak of every job as memgate measured them (cold run).
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload gxx --cores "$W_CORES" --capacity "$W_LIMIT" \
+    --history-json "$(ls "$BENCH_LOGS"/gxx-*-memgate-cold.history.json | tail -1)" \
+    --source "per-job CPU time and peak measured by memgate (cold run)" >>"$BENCH_BOUNDS"
+}
