@@ -129,6 +129,8 @@ static_sweep() {
 run_contenders() {
   local nf
   w_env
+  STATIC_ROW=()
+  STATIC_CLEAN=()
   # 1. What users try first.
   static_make "$W_CORES" "make -j$W_CORES" make
   # 2. flash-attn's formula.
