@@ -73,3 +73,34 @@ workload_gxx() {
     --history-json "$(ls "$BENCH_LOGS"/gxx-*-memgate-cold.history.json | tail -1)" \
     --source "per-job CPU time and peak measured by memgate (cold run)" >>"$BENCH_BOUNDS"
 }
+
+# Workload (c), real nvcc (not with --quick): generated CUDA kernels
+# (bench/lib/nvcc_jobs.py) compiled by /usr/local/cuda/bin/nvcc for sm_80,
+# 190 MB to ~850 MB each, on this machine's real cores, in a 2 GiB cgroup.
+workload_nvcc() {
+  local cuda=${CUDA_HOME:-/usr/local/cuda}
+  [ -x "$cuda/bin/nvcc" ] || { bench_log "nvcc: no $cuda/bin/nvcc; skipping workload nvcc"; return 0; }
+  W_NAME=nvcc
+  W_DIR="$BENCH_TMP/nvcc"
+  W_LIMIT=$((2 << 30))
+  W_CORES=$(nproc)
+  W_MEMJOBS=""
+  W_PATH="$cuda/bin"
+  W_TIMEOUT=900
+  /usr/bin/python3 "$BENCH_LIB/nvcc_jobs.py" --out "$W_DIR"
+  W_PAR_CMD='nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
+  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["nominal_peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  W_FORMULA_GB_PER_THREAD=5
+  w_check() {
+    local src ok=0 total=0
+    for src in "$W_DIR"/*.cu; do
+      total=$((total + 1))
+      [ "$(head -c4 "${src%.cu}.o" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && ok=$((ok + 1))
+    done
+    echo "$ok $total"
+  }
+  run_contenders
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload nvcc --cores "$W_CORES" --capacity "$W_LIMIT" \
+    --history-json "$(ls "$BENCH_LOGS"/nvcc-*-memgate-cold.history.json | tail -1)" \
+    --source "per-job CPU time and peak measured by memgate (cold run)" >>"$BENCH_BOUNDS"
+}
