@@ -2,9 +2,12 @@
 """The lower bound on a workload's wall time, as issue 8 defines it:
     max(sum of CPU / cores, sum of (peak x duration) / capacity, longest job)
 from the jobs' nominal specs (--jobs-csv: name, peak_bytes, duration_s,
-cpu_s[, mem_gb_s]) or from a memgate history (--history-json, `memgate
-history --json --build ID`: each job's cpu_s and peak_bytes; a single-threaded
-compile alone on a core lasts its CPU time). Capacity is the cgroup limit
+cpu_s[, mem_gb_s]) or from memgate histories (--history-json, repeated:
+`memgate history --json --build ID`, each job's cpu_s and peak_bytes; a
+single-threaded compile alone on a core lasts its CPU time). With several
+histories a job counts with its smallest CPU time and largest peak: CPU time
+on this shared VM varies by up to 1.6x between runs of the same job, and the
+bound must not exceed what a fast run achieved. Capacity is the cgroup limit
 every contender runs under. Prints one CSV row (no header): workload, cores,
 capacity_bytes, sum_cpu_s, sum_peak_x_dur_gb_s, longest_s, area_gb_s,
 lower_bound_s, source. area_gb_s is the memory actually held over time
@@ -22,7 +25,7 @@ ap.add_argument("--workload", required=True)
 ap.add_argument("--cores", type=int, required=True)
 ap.add_argument("--capacity", type=int, required=True)
 ap.add_argument("--jobs-csv")
-ap.add_argument("--history-json")
+ap.add_argument("--history-json", action="append", default=[])
 ap.add_argument("--source", default="")
 a = ap.parse_args()
 
@@ -31,9 +34,14 @@ if a.jobs_csv:
     for r in csv.DictReader(open(a.jobs_csv)):
         area = float(r["mem_gb_s"]) if r.get("mem_gb_s") else None
         jobs.append((int(r["peak_bytes"]), float(r["duration_s"]), float(r["cpu_s"]), area))
-elif a.history_json:
-    for j in json.load(open(a.history_json))["jobs"]:
-        jobs.append((int(j["peak_bytes"]), float(j["cpu_s"]), float(j["cpu_s"]), None))
+else:
+    by_id = {}
+    for path in a.history_json:
+        for j in json.load(open(path))["jobs"]:
+            peak, cpu = by_id.get(j["identity"], (0, float("inf")))
+            by_id[j["identity"]] = (max(peak, int(j["peak_bytes"])), min(cpu, float(j["cpu_s"])))
+    for peak, cpu in by_id.values():
+        jobs.append((peak, cpu, cpu, None))
 if not jobs:
     sys.exit("bounds.py: no jobs")
 cap = a.capacity / 1e9
