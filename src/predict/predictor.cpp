@@ -262,7 +262,12 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
     const Stats& s = root->stats(config_.klass_quantile);
     double peak_w = s.peak_w;
     const auto n = static_cast<double>(s.n), prior = static_cast<double>(config_.prior_jobs);
-    if (n < prior) peak_w = (n * peak_w + (prior - n) * prior_w) / prior;
+    // Few jobs seen: a margin that shrinks as evidence grows, capped by
+    // the default. Pulling all the way towards the default made a cold
+    // build run its first jobs one at a time wherever the default exceeds
+    // the budget (nvcc's 4 GiB on a small machine); pressure control
+    // catches the rare job that outgrows the margin.
+    if (n < prior) peak_w = std::max(peak_w, std::min(prior_w, peak_w * (1.0 + 0.5 * (prior - n) / prior)));
     const bool build = root == klass && s.in_build;
     return make(s, build ? "build" : "similar", root == klass ? (build ? 0.35 : 0.3) : 0.2, peak_w);
   }

@@ -17,8 +17,8 @@
 //     the whole stem); then the same across the family (same tool and
 //     mode, other archs). Peak = the `similar_quantile` of their peaks.
 //  3. "build" / "similar": the whole klass, then the whole family: the
-//     `klass_quantile` of their peaks, pulled towards the tool default
-//     while fewer than `prior_jobs` jobs are known. "build" when jobs of
+//     `klass_quantile` of their peaks, with a margin of up to 50% while
+//     fewer than `prior_jobs` jobs are known (never above the default). "build" when jobs of
 //     this build are among them.
 //  4. "default": per-tool conservative defaults (default_prediction).
 // Sources 2 and 3 compare peaks per CPU weight (nvcc's peak grows with
@@ -58,7 +58,7 @@ struct PredictorConfig {
   double similar_quantile = 0.8;
   double klass_quantile = 0.9;
   int min_similar_depth = 2;     // stem tokens two jobs must share to be similar
-  int prior_jobs = 4;            // jobs a klass needs before the default stops mattering
+  int prior_jobs = 4;            // jobs a klass needs before its estimate goes without a margin
 };
 
 class Predictor {

@@ -211,7 +211,7 @@ TEST(Predictor, LearnsFromThisBuild) {
   auto after_one = p.predict(fresh);
   EXPECT_EQ(after_one.source, "build");
   EXPECT_LT(after_one.peak, 1 * GiB);  // moved off the default...
-  EXPECT_GT(after_one.peak, 400 * MB);  // ...but one job is weak evidence
+  EXPECT_GT(after_one.peak, 250 * MB);  // ...but with a margin: one job is weak evidence
   for (const char* s : {"beta", "gamma", "delta", "epsilon"}) p.observe(record(key_for(s, "c++:compile"), 200 * MB));
   auto learned = p.predict(fresh);
   EXPECT_EQ(learned.source, "build");
