@@ -18,6 +18,7 @@
 BENCH_RUNS=0
 declare -A STATIC_ROW   # N -> the CSV row of the run of make -jN
 declare -A STATIC_CLEAN # N -> 1 when make -jN succeeded without an OOM kill
+declare -A SWEEP_LISTED # N -> 1 once the sweep has a row for make -jN
 
 w_clean() { make -s -C "$W_DIR" clean >/dev/null; }
 
@@ -79,6 +80,10 @@ contender() {
 static_make() {
   local n=$1 label=$2 kind=$3
   if [ -n "${STATIC_ROW[$n]:-}" ]; then
+    if [ "$kind" = static ]; then
+      [ -n "${SWEEP_LISTED[$n]:-}" ] && return
+      SWEEP_LISTED[$n]=1
+    fi
     local row=()
     IFS=$'\x1f' read -r -a row <<<"${STATIC_ROW[$n]}"
     row[15]="the same run as ${row[1]}"
@@ -87,6 +92,7 @@ static_make() {
     return
   fi
   contender "$label" "$kind" "$n" "${W_ENV[@]}" make -C "$W_DIR" -j"$n"
+  if [ "$kind" = static ]; then SWEEP_LISTED[$n]=1; fi
   STATIC_ROW[$n]=$(IFS=$'\x1f'; echo "${LAST_ROW[*]}")
   STATIC_CLEAN[$n]=$LAST_CLEAN
 }
@@ -99,30 +105,49 @@ flash_formula_jobs() {
 }
 
 # The hand search users do, done properly: halve from make -j$(nproc)'s N
-# until a build succeeds without an OOM kill, then bisect between the
-# largest clean N and the smallest failing one (at most SWEEP_MAX runs more).
+# until a build succeeds without an OOM kill, bisect between the largest
+# clean N and the smallest failing one (at most SWEEP_MAX runs), then build
+# once more with the best N (unless it is 1): one lucky run does not make a
+# static N safe (whether two heavy jobs meet at their peaks varies from run
+# to run). An N that fails either run is out, and the search goes on below.
 static_sweep() {
-  local n=$W_CORES runs=0 lo=0 hi=0 k
+  local n=$W_CORES lo hi k runs
+  declare -A confirmed=()
   while :; do
-    static_make "$n" "static sweep -j$n" static
-    [ "${STATIC_CLEAN[$n]}" = 1 ] && break
-    [ "$n" -le 1 ] && return 0
-    n=$((n / 2))
-  done
-  # lo: the largest clean N; hi: the smallest failed N above it (if any).
-  for k in "${!STATIC_CLEAN[@]}"; do
-    if [ "${STATIC_CLEAN[$k]}" = 1 ]; then [ "$k" -gt "$lo" ] && lo=$k; fi
-  done
-  for k in "${!STATIC_CLEAN[@]}"; do
-    if [ "${STATIC_CLEAN[$k]}" = 0 ] && [ "$k" -gt "$lo" ]; then
-      if [ "$hi" -eq 0 ] || [ "$k" -lt "$hi" ]; then hi=$k; fi
-    fi
-  done
-  while [ "$hi" -gt $((lo + 1)) ] && [ "$runs" -lt "$SWEEP_MAX" ]; do
-    n=$(((lo + hi) / 2))
-    static_make "$n" "static sweep -j$n" static
-    runs=$((runs + 1))
-    if [ "${STATIC_CLEAN[$n]}" = 1 ]; then lo=$n; else hi=$n; fi
+    while [ "${STATIC_CLEAN[$n]:-}" != 1 ]; do
+      static_make "$n" "static sweep -j$n" static
+      [ "${STATIC_CLEAN[$n]}" = 1 ] && break
+      [ "$n" -le 1 ] && return 0
+      n=$((n / 2))
+    done
+    # lo: the largest clean N; hi: the smallest failed N above it (0: none).
+    lo=0 hi=0
+    for k in "${!STATIC_CLEAN[@]}"; do
+      if [ "${STATIC_CLEAN[$k]}" = 1 ] && [ "$k" -gt "$lo" ]; then lo=$k; fi
+    done
+    for k in "${!STATIC_CLEAN[@]}"; do
+      if [ "${STATIC_CLEAN[$k]}" = 0 ] && [ "$k" -gt "$lo" ] && { [ "$hi" -eq 0 ] || [ "$k" -lt "$hi" ]; }; then hi=$k; fi
+    done
+    runs=0
+    while [ "$hi" -gt $((lo + 1)) ] && [ "$runs" -lt "$SWEEP_MAX" ]; do
+      n=$(((lo + hi) / 2))
+      static_make "$n" "static sweep -j$n" static
+      runs=$((runs + 1))
+      if [ "${STATIC_CLEAN[$n]}" = 1 ]; then lo=$n; else hi=$n; fi
+    done
+    # -j1 needs no second run: one job at a time peaks at the largest job,
+    # whatever the timing.
+    [ -n "${confirmed[$lo]:-}" ] || [ "$lo" -le 1 ] && return 0
+    confirmed[$lo]=1
+    contender "static sweep -j$lo (2nd run)" static "$lo" "${W_ENV[@]}" make -C "$W_DIR" -j"$lo"
+    [ "$LAST_CLEAN" = 1 ] && return 0
+    STATIC_CLEAN[$lo]=0
+    [ "$lo" -le 1 ] && return 0
+    # Go on from the largest clean N below, else halve.
+    n=$((lo / 2))
+    for k in "${!STATIC_CLEAN[@]}"; do
+      if [ "${STATIC_CLEAN[$k]}" = 1 ] && [ "$k" -lt "$lo" ] && [ "$k" -gt "$n" ]; then n=$k; fi
+    done
   done
 }
 
@@ -131,6 +156,7 @@ run_contenders() {
   w_env
   STATIC_ROW=()
   STATIC_CLEAN=()
+  SWEEP_LISTED=()
   # 1. What users try first.
   static_make "$W_CORES" "make -j$W_CORES" make
   # 2. flash-attn's formula.

@@ -2,8 +2,8 @@
 """Prints bench/run's markdown table from its results.csv and bounds.csv.
 
 One row per contender run. "x best static" is wall time over the fastest
-static `make -jN` of the sweep that built everything without an OOM kill
-(that row is renamed `static -jN (best)`); "x lower bound" is wall time over
+run of a static `make -jN` whose every run in the sweep built everything
+without an OOM kill (that row is renamed `static -jN (best)`); "x lower bound" is wall time over
 bounds.py's bound. Ratios are shown for successful runs only: a failed run's
 wall time is its time to failure. A run whose peak went into the last
 RESERVE bytes of the cgroup is flagged: on a real machine that memory is
@@ -18,6 +18,10 @@ import sys
 def fmt_bytes(b):
     b = int(b)
     return f"{b / 2**30:.2f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
+
+
+def clean_run(r):
+    return r["status"] == "ok" and int(r["oom_kills"]) == 0
 
 
 def main(results_path, bounds_path, reserve):
@@ -35,7 +39,11 @@ def main(results_path, bounds_path, reserve):
     footers = []
     for w in dict.fromkeys(r["workload"] for r in rows):
         wr = [r for r in rows if r["workload"] == w]
-        clean = [r for r in wr if r["kind"] == "static" and r["status"] == "ok" and int(r["oom_kills"]) == 0]
+        # A static N is clean when every run of it built everything without
+        # an OOM kill; the best is the fastest run of a clean N.
+        static = [r for r in wr if r["kind"] == "static"]
+        failed_n = {r["jobs_n"] for r in static if not clean_run(r)}
+        clean = [r for r in static if r["jobs_n"] not in failed_n]
         best = min(clean, key=lambda r: float(r["wall_s"])) if clean else None
         lb = float(bounds[w][7]) if w in bounds else None
         for r in wr:
@@ -53,10 +61,8 @@ def main(results_path, bounds_path, reserve):
             notes = "; ".join(x for x in (r["note"], over, f"load {r['load1']}") if x)
             out.append(f"| {w} | {name} | {wall:.1f} | {result} | {r['oom_kills']} | {fmt_bytes(r['peak_bytes'])} "
                        f"| {xb} | {xl} | {notes} |")
-        sweep = [r for r in wr if r["kind"] == "static"]
-        if sweep:
-            tried = ", ".join(f"-j{r['jobs_n']} " + ("ok" if r["status"] == "ok" and int(r["oom_kills"]) == 0
-                                                   else "FAILED") for r in sweep)
+        if static:
+            tried = ", ".join(f"-j{r['jobs_n']} " + ("ok" if clean_run(r) else "FAILED") for r in static)
             footers.append(f"- {w}: static sweep tried {tried}; best: "
                            + (f"-j{best['jobs_n']} ({float(best['wall_s']):.1f} s)" if best else "none succeeded"))
         if w in bounds:
