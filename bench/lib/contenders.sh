@@ -114,8 +114,8 @@ static_sweep() {
   local n=$W_CORES lo hi k runs
   declare -A confirmed=()
   while :; do
-    while [ "${STATIC_CLEAN[$n]:-}" != 1 ]; do
-      static_make "$n" "static sweep -j$n" static
+    while :; do
+      static_make "$n" "static sweep -j$n" static  # (a row only the first time)
       [ "${STATIC_CLEAN[$n]}" = 1 ] && break
       [ "$n" -le 1 ] && return 0
       n=$((n / 2))
