@@ -8,13 +8,22 @@
 //   memjob [--peak SIZE] [--base SIZE] [--ramp S] [--peak-at S] [--hold S]
 //          [--after SIZE] [--duration S] [--cpu] [--out FILE] [--fail N]
 //          [--step-ms N] [--forever] [--pidfile FILE] [--ready FILE]
+//          [--hold-until FILE]
 //          [compiler-style: -c SRC -o OUT -MD -MF DEP ...]
 //
 // Profile over time t (seconds): `base` until the ramp starts, linear growth
 // to `peak` over `ramp` seconds ending at `peak-at` (default: ramp), `peak`
 // for `hold` seconds, then `after` (default: peak; memory is returned to the
 // kernel) until `duration`. The peak is always reached for at least one
-// step. --forever holds the peak until killed.
+// step. --forever holds the peak until killed; --hold-until FILE holds it
+// (after `hold`) until FILE exists. --ready FILE is written once the peak
+// is reached.
+//
+// The profile runs on its own clock, one step at a time: a step whose
+// allocation takes longer than the step (a loaded machine, or a VM whose
+// host faults memory in slowly) stretches the profile rather than making
+// the next step jump. A job never grows faster than its profile says, and
+// holds its peak for the full `hold` however late it got there.
 //
 // Spec files: every line of SRC containing "memjob:" adds the options after
 // it (command-line options win). OUT receives
@@ -50,7 +59,7 @@ struct Profile {
   bool cpu = false, forever = false;
   int fail = 0;
   double step_ms = 50;
-  std::string out, pidfile, ready;
+  std::string out, pidfile, ready, hold_until;
 };
 
 struct Invocation {
@@ -100,7 +109,8 @@ bool takes_value(std::string_view name) {
 
 bool is_memjob_option(std::string_view name) {
   static const char* const names[] = {"peak",  "base",     "ramp",    "peak-at", "hold",   "after",   "duration",
-                                      "cpu",   "out",      "fail",    "step-ms", "forever", "pidfile", "ready"};
+                                      "cpu",   "out",      "fail",    "step-ms", "forever", "pidfile", "ready",
+                                      "hold-until"};
   for (const char* n : names)
     if (name == n) return true;
   return false;
@@ -121,6 +131,7 @@ void apply_option(Profile& p, const std::string& name, const std::string& value)
   else if (name == "out") p.out = value;
   else if (name == "pidfile") p.pidfile = value;
   else if (name == "ready") p.ready = value;
+  else if (name == "hold-until") p.hold_until = value;
   else if (name == "fail") {
     char* end = nullptr;
     long v = std::strtol(value.c_str(), &end, 10);
@@ -307,23 +318,26 @@ void wait_until(double deadline, bool burn) {
 
 void run_profile(const Profile& p) {
   Memory mem;
-  double start = now_s(), step = p.step_ms / 1000.0;
+  double step = p.step_ms / 1000.0;
   double end = p.duration > p.peak_at + p.hold ? p.duration : p.peak_at + p.hold;
   bool reached = false;
+  double t = 0;  // profile time
   for (;;) {
-    double t = now_s() - start;
-    if (!p.forever && t >= end && reached) return;
-    double target = level_at(p, t);
+    double step_start = now_s();
+    bool held = reached && !p.hold_until.empty() && t >= p.peak_at + p.hold && ::access(p.hold_until.c_str(), F_OK) != 0;
+    if (!p.forever && !held && t >= end && reached) return;
+    double target = held ? static_cast<double>(p.peak) : level_at(p, t);
     if (!reached && t >= p.peak_at) target = static_cast<double>(p.peak);  // never skip the peak
     mem.set(static_cast<std::uint64_t>(target));
     if (!reached && t >= p.peak_at) {
       reached = true;
       if (!p.ready.empty()) write_text(p.ready, "ready\n");
     }
-    double next = t + step;
+    double next = held ? t : t + step;
     if (!reached && p.peak_at < next) next = p.peak_at;  // land on the peak, not past it
-    if (!p.forever && end < next) next = end;
-    wait_until(start + next, p.cpu);
+    if (!p.forever && !held && end < next) next = end;
+    wait_until(step_start + (held ? step : next - t), p.cpu);
+    t = next;
   }
 }
 
