@@ -23,6 +23,7 @@ void probe_cgroups(Findings& f) {
     return;
   }
   bool freezes = probe->can_freeze();
+  f.freezer_forced_off = platform::freezer_forced_off();
   auto removed = probe->remove();
   if (!removed) {
     f.confine_error = removed.error();
@@ -80,7 +81,9 @@ void render_kernel(const Findings& f, std::string& out) {
   out += "\n";
   if (f.can_confine) out += "  can confine      yes (child memory cgroups can be created here)\n";
   else out += fmt::format("  can confine      no: {}\n", f.confine_error);
-  out += fmt::format("  freezer          {}\n", f.freezer == "sigstop" ? "none (SIGSTOP/SIGCONT instead)" : f.freezer);
+  if (f.freezer != "sigstop") out += fmt::format("  freezer          {}\n", f.freezer);
+  else if (f.freezer_forced_off) out += "  freezer          off: MEMGATE_NO_FREEZER is set (SIGSTOP/SIGCONT instead)\n";
+  else out += "  freezer          none (SIGSTOP/SIGCONT instead)\n";
   if (!f.psi) {
     out += "  PSI              not available (/proc/pressure/memory)\n";
   } else {
@@ -175,6 +178,7 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
   j["can_confine"] = f.can_confine;
   if (!f.can_confine) j["confine_error"] = f.confine_error;
   j["freezer"] = f.freezer;
+  j["freezer_forced_off"] = f.freezer_forced_off;
   j["psi"] = f.psi ? nlohmann::json{{"some", json_window(f.psi->some)}, {"full", json_window(f.psi->full)}}
                    : nlohmann::json(nullptr);
   auto stale = nlohmann::json::array();

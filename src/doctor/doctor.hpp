@@ -27,6 +27,7 @@ struct Findings {
   bool can_confine = false;           // a probe child memory cgroup could be created and removed
   std::string confine_error;          // why not, when it could not
   std::string freezer = "sigstop";    // "cgroup-v1", "cgroup-v2" or "sigstop"
+  bool freezer_forced_off = false;    // MEMGATE_NO_FREEZER is set
   std::optional<platform::Psi> psi;
   std::vector<StaleProcess> stale;
 };

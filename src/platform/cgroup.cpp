@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include <fmt/core.h>
@@ -248,7 +250,13 @@ std::vector<pid_t> Cgroup::all_processes() const {
   return out;
 }
 
+bool freezer_forced_off() {
+  const char* v = std::getenv("MEMGATE_NO_FREEZER");
+  return v && *v && std::string_view(v) != "0";
+}
+
 bool Cgroup::can_freeze() const {
+  if (freezer_forced_off()) return false;
   if (version_ == CgroupVersion::v1) return !freezer_dir_.empty() && path_exists(join_path(freezer_dir_, "freezer.state"));
   if (version_ == CgroupVersion::v2) return path_exists(join_path(freezer_dir_, "cgroup.freeze"));
   return false;

@@ -59,6 +59,11 @@ std::optional<MemoryLimit> effective_memory_limit(CgroupVersion version, const s
                                                   const std::string& root);
 std::optional<MemoryLimit> effective_memory_limit(const CgroupLayout& layout);
 
+// MEMGATE_NO_FREEZER=1 turns the cgroup freezer off: memgate then pauses
+// jobs with SIGSTOP/SIGCONT, as where no freezer exists. For tests of that
+// degraded mode, and for kernels whose freezer misbehaves.
+bool freezer_forced_off();
+
 class Cgroup {
  public:
   Cgroup() = default;
@@ -103,6 +108,7 @@ class Cgroup {
   std::vector<pid_t> processes() const;      // direct members
   std::vector<pid_t> all_processes() const;  // members of this cgroup and every child cgroup
 
+  // False when MEMGATE_NO_FREEZER is set (see freezer_forced_off).
   bool can_freeze() const;
   Status freeze(bool frozen) const;  // v1 freezer.state FROZEN/THAWED; v2 cgroup.freeze 1/0
   // Whether the freeze has completed: v1 FREEZING counts as not yet frozen;

@@ -162,23 +162,29 @@ void Runner::setup_cgroups() {
   layout_ = platform::detect_cgroups();
   if (cap_.capacity_source == "cgroup" && !cap_.cgroup_limit_source.empty())
     capacity_cg_ = platform::Cgroup::open(layout_.version, cap_.cgroup_limit_source);
-  if (layout_.version == platform::CgroupVersion::none) {
-    log::warn("no cgroup memory controller here: jobs are measured from /proc and the build is not confined");
-    return;
-  }
+  auto no_cgroups = [this](const std::string& why) {
+    log::warn("{}: jobs are measured from /proc and the build is not confined", why);
+    degraded_ = {fmt::format("no cgroups ({}): jobs measured from /proc", why), "build not confined",
+                 "jobs paused with SIGSTOP"};
+  };
+  if (layout_.version == platform::CgroupVersion::none) return no_cgroups("no cgroup memory controller here");
   auto cg = platform::Cgroup::create_under(layout_, fmt::format("memgate-{}", ::getpid()));
-  if (!cg) {
-    log::warn("cannot create a cgroup ({}): jobs are measured from /proc and the build is not confined", cg.error());
+  if (!cg) return no_cgroups(fmt::format("cannot create a cgroup: {}", cg.error()));
+  confine_ = *cg;
+  if (!confine_->can_freeze())
+    degraded_.push_back(platform::freezer_forced_off() ? "jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)"
+                                                       : "jobs paused with SIGSTOP (no cgroup freezer)");
+  if (auto leaf = confine_->create_child("build")) build_leaf_ = *leaf;
+  if (opt_.no_confine) {
+    degraded_.insert(degraded_.begin(), "build not confined (--no-confine)");
     return;
   }
-  confine_ = *cg;
-  if (auto leaf = confine_->create_child("build")) build_leaf_ = *leaf;
-  if (opt_.no_confine) return;
   Bytes limit = budget_.capacity - budget_.reserve;
   if (auto st = confine_->set_memory_limit(limit, budget_.budget < limit ? std::optional<Bytes>(budget_.budget)
                                                                           : std::nullopt);
       !st) {
     log::warn("cannot limit the build's cgroup ({}): the build is not confined", st.error());
+    degraded_.insert(degraded_.begin(), "build not confined (its cgroup limit cannot be set)");
     return;
   }
   confined_ = build_leaf_.has_value();

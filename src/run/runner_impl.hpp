@@ -95,6 +95,9 @@ class Runner {
   std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
   std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
   bool confined_ = false;
+  // What this run lacks (no confinement, SIGSTOP instead of a freezer...),
+  // said in the summary so a degraded run never looks like a normal one.
+  std::vector<std::string> degraded_;
 
   // The parts.
   std::unique_ptr<History> history_;

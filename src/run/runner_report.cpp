@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "predict/identity.hpp"
 #include "predict/profile.hpp"
@@ -84,6 +85,7 @@ void Runner::save_and_report() {
   }
   if (!opt_.quiet) {
     std::string text = format_summary(b);
+    if (!degraded_.empty()) text += fmt::format("memgate: degraded: {}\n", fmt::join(degraded_, "; "));
     ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
     (void)n;
   }

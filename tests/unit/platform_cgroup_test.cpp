@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "util/fs.hpp"
 
 using namespace memgate;
@@ -280,6 +282,18 @@ TEST(EffectiveLimit, V2ContainerRoot) {
 TEST(EffectiveLimit, NoneOrMissingDirIsNoLimit) {
   EXPECT_FALSE(effective_memory_limit(layout_of("cgroup2/nomemory")));
   EXPECT_FALSE(effective_memory_limit(CgroupVersion::v1, "/nonexistent/a", "/nonexistent"));
+}
+
+TEST(CgroupHandle, FreezerCanBeForcedOff) {
+  auto cg = Cgroup::open(CgroupVersion::v2, kFix + "/cgroup2/host/sys/fs/cgroup/build.slice/ci.scope/job");
+  ASSERT_TRUE(cg.can_freeze());
+  ::setenv("MEMGATE_NO_FREEZER", "1", 1);
+  EXPECT_TRUE(freezer_forced_off());
+  EXPECT_FALSE(cg.can_freeze());
+  ::setenv("MEMGATE_NO_FREEZER", "0", 1);  // "0" means not set
+  EXPECT_TRUE(cg.can_freeze());
+  ::unsetenv("MEMGATE_NO_FREEZER");
+  EXPECT_FALSE(freezer_forced_off());
 }
 
 TEST(CgroupHandle, ReadsV2FixtureFiles) {
