@@ -169,7 +169,7 @@ void Runner::setup_cgroups() {
   };
   if (layout_.version == platform::CgroupVersion::none) return no_cgroups("no cgroup memory controller here");
   auto cg = platform::Cgroup::create_under(layout_, fmt::format("memgate-{}", ::getpid()));
-  if (!cg) return no_cgroups(fmt::format("cannot create a cgroup: {}", cg.error()));
+  if (!cg) return no_cgroups(cg.error());
   confine_ = *cg;
   if (!confine_->can_freeze())
     degraded_.push_back(platform::freezer_forced_off() ? "jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)"
