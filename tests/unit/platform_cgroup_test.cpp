@@ -7,24 +7,18 @@
 
 #include <cstdlib>
 
+#include "fixtures.hpp"
 #include "util/fs.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
+using memgate::test::fixture;
+using memgate::test::layout_of;
+const std::string kFix = memgate::test::kFixtures;
 
 namespace {
-const std::string kFix = MEMGATE_FIXTURES;
 const std::string kV1Me = "/sys/fs/cgroup/memory/process_api/c2ae30854f5ab5eda091ee4d3e270dec";
 
-std::string fixture(const std::string& rel) {
-  auto t = read_file(kFix + "/" + rel);
-  if (!t) ADD_FAILURE() << "missing fixture " << rel;
-  return t.value_or("");
-}
-
-CgroupLayout layout_of(const std::string& tree) {
-  return detect_cgroups(fixture(tree + "/self_cgroup"), fixture(tree + "/mountinfo"), kFix + "/" + tree);
-}
 }  // namespace
 
 TEST(ProcCgroup, ParsesV1V2AndNamedLines) {

@@ -2,22 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "util/fs.hpp"
+#include "fixtures.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
-
-namespace {
-const std::string kFix = MEMGATE_FIXTURES;
-std::string fixture(const std::string& rel) {
-  auto t = read_file(kFix + "/" + rel);
-  if (!t) ADD_FAILURE() << "missing fixture " << rel;
-  return t.value_or("");
-}
-CgroupLayout layout_of(const std::string& tree) {
-  return detect_cgroups(fixture(tree + "/self_cgroup"), fixture(tree + "/mountinfo"), kFix + "/" + tree);
-}
-}  // namespace
+using memgate::test::fixture;
+using memgate::test::layout_of;
 
 TEST(CpuMax, ParsesQuotaAndUnlimited) {
   auto q = parse_cpu_max(fixture("cgroup2/files/cpu.max.quota"));

@@ -2,21 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include "util/fs.hpp"
+#include "fixtures.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
-
-namespace {
-std::string fixture(const std::string& name) {
-  auto t = read_file(std::string(MEMGATE_FIXTURES) + "/proc/" + name);
-  if (!t) ADD_FAILURE() << "missing fixture " << name;
-  return t.value_or("");
-}
-}  // namespace
+using memgate::test::fixture;
 
 TEST(Meminfo, ParsesRecordedFileInBytes) {
-  auto m = parse_meminfo(fixture("meminfo"));
+  auto m = parse_meminfo(fixture("proc/meminfo"));
   ASSERT_TRUE(m.total && m.available && m.free && m.cached && m.shmem && m.swap_total && m.swap_free);
   EXPECT_EQ(*m.total, Bytes{24683620} * 1024);
   EXPECT_EQ(*m.cached, Bytes{109884} * 1024);
@@ -25,7 +18,7 @@ TEST(Meminfo, ParsesRecordedFileInBytes) {
 }
 
 TEST(Meminfo, MalformedFieldsAreUnknownOthersSurvive) {
-  auto m = parse_meminfo(fixture("meminfo.malformed"));
+  auto m = parse_meminfo(fixture("proc/meminfo.malformed"));
   EXPECT_FALSE(m.total);      // "lots kB"
   EXPECT_FALSE(m.free);       // no colon
   EXPECT_FALSE(m.available);  // negative
@@ -36,7 +29,7 @@ TEST(Meminfo, MalformedFieldsAreUnknownOthersSurvive) {
 }
 
 TEST(Meminfo, TruncatedLineIsNotATinyNumber) {
-  auto m = parse_meminfo(fixture("meminfo.truncated"));
+  auto m = parse_meminfo(fixture("proc/meminfo.truncated"));
   ASSERT_TRUE(m.total);
   ASSERT_TRUE(m.free);
   EXPECT_FALSE(m.available);  // "MemAvailable:   2434" lost its unit and its digits

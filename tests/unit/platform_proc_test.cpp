@@ -7,19 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "util/fs.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
+using memgate::test::fixture;
 
 namespace {
 const std::string kTree = std::string(MEMGATE_FIXTURES) + "/proc/tree";
-
-std::string fixture(const std::string& name) {
-  auto t = read_file(std::string(MEMGATE_FIXTURES) + "/proc/" + name);
-  if (!t) ADD_FAILURE() << "missing fixture " << name;
-  return t.value_or("");
-}
 
 std::vector<pid_t> sorted(std::vector<pid_t> v) {
   std::sort(v.begin(), v.end());
@@ -28,7 +24,7 @@ std::vector<pid_t> sorted(std::vector<pid_t> v) {
 }  // namespace
 
 TEST(ProcStat, ParsesRecordedFile) {
-  auto st = parse_proc_stat(fixture("stat"));
+  auto st = parse_proc_stat(fixture("proc/stat"));
   ASSERT_TRUE(st);
   EXPECT_EQ(st->pid, 7080);
   EXPECT_EQ(st->comm, "sleep");
@@ -41,7 +37,7 @@ TEST(ProcStat, ParsesRecordedFile) {
 }
 
 TEST(ProcStat, CommWithSpacesAndParenthesesEndsAtTheLastParen) {
-  auto st = parse_proc_stat(fixture("stat.weird_comm"));
+  auto st = parse_proc_stat(fixture("proc/stat.weird_comm"));
   ASSERT_TRUE(st);
   EXPECT_EQ(st->pid, 4242);
   EXPECT_EQ(st->comm, "a) b (c)");
@@ -51,22 +47,22 @@ TEST(ProcStat, CommWithSpacesAndParenthesesEndsAtTheLastParen) {
 }
 
 TEST(ProcStat, KernelThreadParses) {
-  auto st = parse_proc_stat(fixture("stat.kthread"));
+  auto st = parse_proc_stat(fixture("proc/stat.kthread"));
   ASSERT_TRUE(st);
   EXPECT_EQ(st->comm, "kthreadd");
   EXPECT_EQ(st->ppid, 0);
 }
 
 TEST(ProcStat, MalformedAndTruncatedAreUnknown) {
-  EXPECT_FALSE(parse_proc_stat(fixture("stat.malformed")));
-  EXPECT_FALSE(parse_proc_stat(fixture("stat.truncated")));
+  EXPECT_FALSE(parse_proc_stat(fixture("proc/stat.malformed")));
+  EXPECT_FALSE(parse_proc_stat(fixture("proc/stat.truncated")));
   EXPECT_FALSE(parse_proc_stat(""));
   EXPECT_FALSE(parse_proc_stat("1 (x"));
   EXPECT_FALSE(parse_proc_stat(") 1 (x"));
 }
 
 TEST(ProcStatus, ParsesRecordedFile) {
-  auto s = parse_proc_status(fixture("status"));
+  auto s = parse_proc_status(fixture("proc/status"));
   ASSERT_TRUE(s);
   EXPECT_EQ(s->name, "sleep");
   EXPECT_EQ(s->state, 'S');
@@ -77,19 +73,19 @@ TEST(ProcStatus, ParsesRecordedFile) {
 }
 
 TEST(ProcStatus, KernelThreadHasNoRss) {
-  auto s = parse_proc_status(fixture("status.kthread"));
+  auto s = parse_proc_status(fixture("proc/status.kthread"));
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->vm_rss);
 }
 
 TEST(ProcStatus, MalformedAndTruncatedAreUnknown) {
-  EXPECT_FALSE(parse_proc_status(fixture("status.malformed")));  // no Uid
-  EXPECT_FALSE(parse_proc_status(fixture("status.truncated")));
+  EXPECT_FALSE(parse_proc_status(fixture("proc/status.malformed")));  // no Uid
+  EXPECT_FALSE(parse_proc_status(fixture("proc/status.truncated")));
   EXPECT_FALSE(parse_proc_status(""));
 }
 
 TEST(Cmdline, SplitsOnNul) {
-  auto argv = parse_cmdline(fixture("cmdline"));
+  auto argv = parse_cmdline(fixture("proc/cmdline"));
   ASSERT_EQ(argv.size(), 2u);
   EXPECT_EQ(argv[0], "sleep");
   EXPECT_EQ(argv[1], "100");

@@ -2,21 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include "util/fs.hpp"
+#include "fixtures.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
-
-namespace {
-std::string fixture(const std::string& name) {
-  auto t = read_file(std::string(MEMGATE_FIXTURES) + "/proc/" + name);
-  if (!t) ADD_FAILURE() << "missing fixture " << name;
-  return t.value_or("");
-}
-}  // namespace
+using memgate::test::fixture;
 
 TEST(Psi, ParsesRecordedFile) {
-  auto p = parse_psi(fixture("pressure_memory"));
+  auto p = parse_psi(fixture("proc/pressure_memory"));
   ASSERT_TRUE(p);
   ASSERT_TRUE(p->some);
   ASSERT_TRUE(p->full);
@@ -26,7 +19,7 @@ TEST(Psi, ParsesRecordedFile) {
 }
 
 TEST(Psi, ReadsAveragesAndOnlySome) {
-  auto p = parse_psi(fixture("pressure_memory.some_only"));
+  auto p = parse_psi(fixture("proc/pressure_memory.some_only"));
   ASSERT_TRUE(p && p->some);
   EXPECT_FALSE(p->full);
   EXPECT_DOUBLE_EQ(p->some->avg10, 1.5);
@@ -36,7 +29,7 @@ TEST(Psi, ReadsAveragesAndOnlySome) {
 }
 
 TEST(Psi, MalformedLineLeavesThatWindowUnknown) {
-  auto p = parse_psi(fixture("pressure_memory.malformed"));
+  auto p = parse_psi(fixture("proc/pressure_memory.malformed"));
   ASSERT_TRUE(p);
   EXPECT_FALSE(p->some);
   ASSERT_TRUE(p->full);
@@ -44,13 +37,13 @@ TEST(Psi, MalformedLineLeavesThatWindowUnknown) {
 }
 
 TEST(Psi, TruncatedLastLineIsDropped) {
-  auto p = parse_psi(fixture("pressure_memory.truncated"));
+  auto p = parse_psi(fixture("proc/pressure_memory.truncated"));
   ASSERT_TRUE(p && p->some);
   EXPECT_FALSE(p->full);  // "avg60=0.0" would have parsed; the cut line is not trusted
 }
 
 TEST(Psi, GarbageOrEmptyIsUnknown) {
-  EXPECT_FALSE(parse_psi(fixture("pressure_memory.garbage")));
+  EXPECT_FALSE(parse_psi(fixture("proc/pressure_memory.garbage")));
   EXPECT_FALSE(parse_psi(""));
   EXPECT_FALSE(parse_psi("some avg10=1 avg60=1 avg300=1\n"));  // no total
   EXPECT_FALSE(parse_psi("some avg10=1 avg60=1 avg300=1 total=1 extra=2\n"));
