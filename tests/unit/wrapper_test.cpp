@@ -210,6 +210,23 @@ TEST_F(WrapperTest, RequestArrivesAndGrantRunsTheProgramInItsJob) {
   EXPECT_EQ(err_of(pid), "");
 }
 
+TEST_F(WrapperTest, GrantedProgramThatCannotBeExecutedFailsLikeAShell) {
+  // Executable, but not a program the kernel can run: execve fails in the
+  // spawned child, which shares the wrapper's memory and only reports errno.
+  std::string bad = tmp_ + "/not-a-program";
+  ASSERT_TRUE(write_file(bad, "\x7f" "ELF but not really", true).ok());
+  ASSERT_EQ(::chmod(bad.c_str(), 0755), 0);
+  pid_t pid = wrap({bad}, base_env());
+  int status = wait_for(pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 126);
+  EXPECT_NE(err_of(pid).find("memgate: error: cannot run '" + bad + "': Exec format error"), std::string::npos)
+      << err_of(pid);
+  auto exits = all<ExitMsg>();
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(WEXITSTATUS(exits[0].status), 126);
+}
+
 TEST_F(WrapperTest, DeathBySignalIsPassedOn) {
   pid_t pid = wrap({"/bin/sh", "-c", "kill -TERM $$"}, base_env());
   int status = wait_for(pid);
