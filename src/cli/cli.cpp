@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -20,12 +19,8 @@ std::vector<std::string> g_after_dashes;
 const std::vector<std::string>& run_command_after_dashes() { return g_after_dashes; }
 
 int cli_main(int argc, char** argv) {
-  // The wrapper paths come first and skip CLI11 entirely: hundreds of
-  // wrappers may be starting at once and each must stay small and quick.
-  if (argc > 0) {
-    if (auto tool = shim_tool_name(argv[0])) return shim_main(*tool, argc, argv);
-  }
-  if (argc > 1 && std::strcmp(argv[1], "wrap") == 0) return wrap_main(argc - 2, argv + 2);
+  // The wrapper paths come first and skip CLI11 entirely.
+  if (auto status = run_if_wrapper(argc, argv)) return *status;
 
   CLI::App app{"memgate: run any parallel build at the highest parallelism its memory allows"};
   app.set_version_flag("--version", std::string("memgate ") + MEMGATE_VERSION);

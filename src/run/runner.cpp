@@ -41,7 +41,7 @@ std::string self_exe() {
 }
 
 // The program the shims and launcher variables run: memgate-wrap next to
-// this binary (it starts in a third of memgate's time, see
+// this binary (it starts on about half of memgate's CPU, see
 // src/wrap_main.cpp), else memgate itself, which behaves the same.
 std::string wrapper_exe(const std::string& self) {
   auto slash = self.rfind('/');

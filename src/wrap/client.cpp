@@ -95,8 +95,8 @@ RequestMsg make_request(const Launch& launch) {
 
 // Everything the child needs, prepared before it exists: it shares the
 // wrapper's memory (CLONE_VM | CLONE_VFORK) and may only make system calls.
-// Not copying the wrapper's page tables saves about a third of each spawn
-// on VMs where page-table updates are expensive (bench/overhead).
+// Unlike fork, nothing of the wrapper is copied, which matters where
+// page-table updates are expensive (VMs; see bench/overhead).
 struct ChildPlan {
   const char* exe = nullptr;
   std::vector<char*> argv;
@@ -145,7 +145,7 @@ int child_main(void* arg) {
   ::sigprocmask(SIG_SETMASK, &c->mask, nullptr);
   ::execve(c->exe, c->argv.data(), c->envp.data());
   c->exec_errno = errno;
-  ::_exit(errno == ENOENT || errno == ENOTDIR ? 127 : 126);
+  ::_exit(exec_failure_status(errno));
 }
 
 pid_t spawn_child(ChildPlan& plan) {
@@ -188,10 +188,10 @@ class Forwarding {
   struct sigaction old_[kNumForwarded] {};
 };
 
-// The governor may still want a rerun after a failed fork (it was likely
+// The governor may still want a rerun after a failed spawn (it was likely
 // short of memory or pids, like a kill it ordered itself).
-AttemptResult report_fork_failure(const Launch& launch, int fd, int error) {
-  log::error("cannot start '{}': fork: {}", launch.argv[0], std::strerror(error));
+AttemptResult report_spawn_failure(const Launch& launch, int fd, int error) {
+  log::error("cannot start '{}': {}", launch.argv[0], std::strerror(error));
   AttemptResult r{126 << 8, false};
   if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, 0})) {
     auto v = read_message(fd);
@@ -210,7 +210,7 @@ ExitMsg exit_report(int status, const rusage& ru, double wall_s) {
   return exit;
 }
 
-// One attempt: fork, exec, wait, report. `fd` < 0 once the governor is
+// One attempt: spawn, wait, report. `fd` < 0 once the governor is
 // lost; the attempt still runs to the end and is never rerun.
 AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   sigset_t block, old;
@@ -225,7 +225,7 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   if (pid < 0) {
     int e = errno;
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
-    return report_fork_failure(launch, fd, e);
+    return report_spawn_failure(launch, fd, e);
   }
 
   bool connected = fd >= 0;
@@ -288,7 +288,7 @@ int exec_program(const Launch& launch) {
   ::execv(launch.exe.c_str(), argv.data());
   int e = errno;
   log::error("cannot run '{}': {}", launch.argv.empty() ? launch.exe : launch.argv[0], std::strerror(e));
-  return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+  return exec_failure_status(e);
 }
 
 int run_gated(const Launch& launch, const std::string& socket_path) {

@@ -3,6 +3,7 @@
 // argument handling there stays readable.
 #pragma once
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,17 @@ struct Launch {
   std::string path_env;           // PATH for the program: shim dirs removed
 };
 
+// The status a shell gives a program it cannot run: 127 when the file is
+// missing, else 126.
+constexpr int exec_failure_status(int err) { return err == ENOENT || err == ENOTDIR ? 127 : 126; }
+
 // Replaces this process with the program (no fork). Returns only if exec
 // failed, after printing "memgate: error: cannot run 'X': ...", with the
-// status a shell would give: 127 when the file is missing, else 126.
+// status a shell would give (exec_failure_status).
 int exec_program(const Launch& launch);
 
-// The gated run: request, wait for a grant, fork, join the granted
-// cgroups, exec; report started / exit, obey the verdict (rerun means wait
+// The gated run: request, wait for a grant, spawn a child that joins the
+// granted cgroups and execs; report started / exit, obey the verdict (rerun means wait
 // for the next grant on the same connection). Returns the program's exit
 // code, or re-raises the signal that killed it. Fails open: when the
 // governor cannot be reached or hangs up before a grant, the program is

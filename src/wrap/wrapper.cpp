@@ -85,6 +85,14 @@ int shim_main(const std::string& tool, int argc, char** argv) {
   return run(launch);
 }
 
+std::optional<int> run_if_wrapper(int argc, char** argv) {
+  if (argc > 0) {
+    if (auto tool = shim_tool_name(argv[0])) return shim_main(*tool, argc, argv);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "wrap") == 0) return wrap_main(argc - 2, argv + 2);
+  return std::nullopt;
+}
+
 int wrap_main(int argc, char** argv) {
   int first = 0;
   if (argc > 0 && (std::strcmp(argv[0], "--help") == 0 || std::strcmp(argv[0], "-h") == 0)) {
@@ -107,7 +115,7 @@ int wrap_main(int argc, char** argv) {
     launch.exe = program;
     if (::access(program.c_str(), X_OK) != 0) {
       log::error("cannot run '{}': {}", program, std::strerror(errno));
-      return errno == ENOENT || errno == ENOTDIR ? 127 : 126;
+      return exec_failure_status(errno);
     }
   } else {
     // Shim dirs are skipped but not memgate itself, so `memgate wrap

@@ -19,4 +19,10 @@ int shim_main(const std::string& tool, int argc, char** argv);
 // `memgate wrap [--] PROG ARGS...`: argv here starts after "wrap".
 int wrap_main(int argc, char** argv);
 
+// A whole command line that is a wrapper call (argv[0] a shim name, or
+// `PROGRAM wrap ...`) runs as one and gives its status; anything else is
+// nullopt. The first thing both memgate and memgate-wrap do, before any
+// option parsing: hundreds of wrappers may be starting at once.
+std::optional<int> run_if_wrapper(int argc, char** argv);
+
 }  // namespace memgate
