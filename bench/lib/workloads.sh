@@ -41,6 +41,32 @@ workload_flash() {
     --jobs-csv "$W_DIR/jobs.csv" --source "nominal job specs (memory /$mem_scale, time /$time_scale)" >>"$BENCH_BOUNDS"
 }
 
+# Helpers for the real-compiler workloads (gxx, nvcc).
+
+# "OK TOTAL": how many $W_DIR/*.EXT sources have an ELF object beside them.
+elf_outputs() {
+  local src ok=0 total=0
+  for src in "$W_DIR"/*."$1"; do
+    total=$((total + 1))
+    [ "$(head -c4 "${src%."$1"}.o" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && ok=$((ok + 1))
+  done
+  echo "$ok $total"
+}
+
+# The largest nominal peak in $W_DIR/jobs.csv (GNU parallel's --memsuspend).
+largest_nominal_peak() {
+  /usr/bin/python3 -c 'import csv,sys; print(max(int(r["nominal_peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv"
+}
+
+# The lower bound of workload $W_NAME from the CPU time and peak of every job
+# as memgate measured them in its cold and warm runs.
+bounds_from_memgate_runs() {
+  local hist=() f
+  for f in "$BENCH_LOGS/$W_NAME"-*-memgate-*.history.json; do hist+=(--history-json "$f"); done
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload "$W_NAME" --cores "$W_CORES" --capacity "$W_LIMIT" "${hist[@]}" \
+    --source "per-job CPU time (smallest) and peak (largest) memgate measured in its cold and warm runs" >>"$BENCH_BOUNDS"
+}
+
 # Workload (b), real g++: generated translation units (bench/lib/gxx_jobs.py)
 # that make cc1plus use ~150 MB to ~1.2 GB, on this machine's real cores,
 # in a 2 GiB cgroup.
@@ -56,23 +82,12 @@ workload_gxx() {
   [ "$QUICK" = 1 ] && q=(--quick)
   /usr/bin/python3 "$BENCH_LIB/gxx_jobs.py" "${q[@]}" --out "$W_DIR"
   W_PAR_CMD='g++ -O2 -std=c++17 -fconstexpr-loop-limit=100000000 -fconstexpr-ops-limit=1000000000000 -c {} -o {.}.o'
-  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["nominal_peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  W_PAR_PEAK=$(largest_nominal_peak)
   # Real memory, so flash-attn's 5 GB per thread as it is.
   W_FORMULA_GB_PER_THREAD=5
-  w_check() {
-    local src ok=0 total=0
-    for src in "$W_DIR"/*.cpp; do
-      total=$((total + 1))
-      [ "$(head -c4 "${src%.cpp}.o" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && ok=$((ok + 1))
-    done
-    echo "$ok $total"
-  }
+  w_check() { elf_outputs cpp; }
   run_contenders
-  # CPU time and peak of every job as memgate measured them.
-  local hist=() f
-  for f in "$BENCH_LOGS"/gxx-*-memgate-*.history.json; do hist+=(--history-json "$f"); done
-  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload gxx --cores "$W_CORES" --capacity "$W_LIMIT" "${hist[@]}" \
-    --source "per-job CPU time (smallest) and peak (largest) memgate measured in its cold and warm runs" >>"$BENCH_BOUNDS"
+  bounds_from_memgate_runs
 }
 
 # Workload (c), real nvcc (not with --quick): generated CUDA kernels
@@ -90,19 +105,9 @@ workload_nvcc() {
   W_TIMEOUT=900
   /usr/bin/python3 "$BENCH_LIB/nvcc_jobs.py" --out "$W_DIR"
   W_PAR_CMD='nvcc -O3 -std=c++17 -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
-  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["nominal_peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  W_PAR_PEAK=$(largest_nominal_peak)
   W_FORMULA_GB_PER_THREAD=5
-  w_check() {
-    local src ok=0 total=0
-    for src in "$W_DIR"/*.cu; do
-      total=$((total + 1))
-      [ "$(head -c4 "${src%.cu}.o" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && ok=$((ok + 1))
-    done
-    echo "$ok $total"
-  }
+  w_check() { elf_outputs cu; }
   run_contenders
-  local hist=() f
-  for f in "$BENCH_LOGS"/nvcc-*-memgate-*.history.json; do hist+=(--history-json "$f"); done
-  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload nvcc --cores "$W_CORES" --capacity "$W_LIMIT" "${hist[@]}" \
-    --source "per-job CPU time (smallest) and peak (largest) memgate measured in its cold and warm runs" >>"$BENCH_BOUNDS"
+  bounds_from_memgate_runs
 }
