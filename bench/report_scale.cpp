@@ -19,7 +19,7 @@
 
 #include "history/history.hpp"
 #include "report/html.hpp"
-#include "report/synthetic.hpp"
+#include "support/synthetic.hpp"
 #include "report/trace.hpp"
 #include "util/fs.hpp"
 

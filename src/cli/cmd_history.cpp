@@ -59,7 +59,7 @@ json job_json(const JobRecord& j) {
           {"tool", j.key.tool},
           {"klass", j.key.klass},
           {"predicted_peak_bytes", j.predicted.peak},
-          {"predicted_source", j.predicted.source},
+          {"predicted_source", name(j.predicted.source)},
           {"peak_bytes", j.peak_bytes},
           {"cpu_s", j.cpu_s},
           {"wall_s", j.wall_s()},
@@ -100,7 +100,7 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
   out += fmt::format("  jobs      {}, waited for memory {}\n", s.job_count, format_duration(s.wait_s));
   if (!b.counters.empty()) {
     out += "  counters ";
-    for (const auto& [k, v] : b.counters) out += fmt::format(" {}={}", k, v);
+    for (const auto& [k, v] : b.counters) out += fmt::format(" {}={}", name(k), v);
     out += '\n';
   }
   out += fmt::format("\n{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", "PEAK", "PREDICTED", "ERROR",
@@ -160,7 +160,7 @@ int show_build(History& h, const HistoryOptions& o, const std::string& path) {
     build["end_unix"] = b->end_unix;
     build["capacity_bytes"] = b->capacity;
     build["slots"] = b->slots;
-    build["counters"] = b->counters;
+    build["counters"] = by_name(b->counters);
     json list = json::array();
     for (const JobRecord* j : jobs) list.push_back(job_json(*j));
     print(json{{"build", build}, {"jobs", list}}.dump(2) + "\n");

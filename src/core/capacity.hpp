@@ -1,5 +1,4 @@
-// SPEC "Capacity and budget": how much memory a build on this machine may
-// use. Capacity is the smaller of physical memory and the cgroup limit that
+// How much memory a build on this machine may use (README "memgate run"). Capacity is the smaller of physical memory and the cgroup limit that
 // binds us; the reserve is never handed to jobs; the budget is what is
 // left, lowered further by --memory. Pure functions, plus one reader.
 #pragma once

@@ -5,12 +5,96 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/size.hpp"
 
 namespace memgate {
+
+// Where a prediction came from, best first.
+enum class PredictionSource {
+  history,   // this identity's own past runs
+  imported,  // history imported from another machine (history import / --prior)
+  prior,     // a prior shipped with memgate
+  similar,   // jobs like it (same class, similar source name), in history
+  build,     // jobs of the same class finished earlier in this build
+  profile,   // plan: the job's own measured profile
+  fallback,  // per-tool conservative defaults ("default")
+};
+
+// How one attempt of a job ended.
+enum class Outcome {
+  ok,        // exited 0
+  failed,    // exited non-zero (a compiler error)
+  requeued,  // killed by memgate under pressure, run again later
+  oom,       // killed by the kernel OOM killer
+  lost,      // the wrapper vanished
+};
+
+// A decision memgate took, or something it saw, for the log, summary,
+// report and trace.
+enum class EventKind {
+  freeze,     // a job was frozen to stop the build's growth
+  thaw,       // ...and thawed
+  kill,       // memgate killed a job under pressure
+  requeue,    // ...and queued it again
+  oom_kill,   // the kernel OOM killer ended a job
+  retry,      // a job killed by the kernel runs again
+  gave_up,    // a job died of memory too often; its failure stands
+  alone,      // a job bigger than the budget runs with nothing else
+  overshoot,  // a job used more than predicted (routine: counted, not logged)
+  pressure,   // memory stalls (PSI) made the build stop admitting
+};
+
+// Every decision leaves a counter (STYLE: ccache's statistics). Stored in
+// history and printed under these names (core/names.cpp), so a name never
+// changes meaning; new counters go anywhere in the list.
+enum class Counter {
+  submitted,          // jobs the wrappers asked to run
+  admitted,           // attempts started
+  jobs,               // jobs finished (all outcomes)
+  failed,             // jobs whose final status was non-zero
+  cancelled,          // jobs whose wrapper left before they were granted
+  waited_for_memory,  // jobs that could not start at once for lack of memory
+  ran_alone,          // jobs bigger than the budget, run with nothing else
+  frozen,             // freeze actions
+  thawed,             // thaw actions
+  freeze_failed,      // freezes that could not be carried out
+  requeued,           // jobs killed by memgate under pressure and queued again
+  oom_killed,         // attempts killed by the kernel OOM killer
+  retried,            // reruns of any kind
+  overshoot,          // jobs that used more than 110% of their prediction
+  wait_memory_ms,     // summed time jobs spent waiting for memory
+  memory_bound_ms,    // build time during which some job waited for memory only
+  cpu_bound_ms,       // build time during which jobs waited for CPU slots only
+  frozen_ms,          // summed time jobs spent frozen
+  wrapper_connections,  // connections the socket accepted
+  refused_uid,        // connections refused: another user
+  dropped_malformed,  // connections dropped for a protocol error
+};
+
+// Counters present in a record: a missing one was not recorded (an older
+// build), a zero one was recorded as none.
+using Counters = std::map<Counter, std::int64_t>;
+
+std::string_view name(PredictionSource s);
+std::string_view name(Outcome o);
+std::string_view name(EventKind k);
+std::string_view name(Counter c);
+std::optional<PredictionSource> parse_prediction_source(std::string_view s);
+std::optional<Outcome> parse_outcome(std::string_view s);
+std::optional<EventKind> parse_event_kind(std::string_view s);
+std::optional<Counter> parse_counter(std::string_view s);
+// Every counter, in declaration order.
+const std::vector<Counter>& all_counters();
+// The counter's value, 0 when it was not recorded.
+std::int64_t get(const Counters& c, Counter which);
+// Keyed by name, for JSON; names memgate does not know are dropped when read.
+std::map<std::string, std::int64_t> by_name(const Counters& c);
+Counters from_names(const std::map<std::string, std::int64_t>& named);
 
 // What the wrapper tells the governor about one compiler invocation, plus
 // what the governor derives from it before predicting.
@@ -35,7 +119,7 @@ struct Prediction {
   // The most memory the job uses after that moment; 0 = unknown.
   Bytes after_peak = 0;
   double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
-  std::string source;        // "history", "similar", "build", "default"
+  PredictionSource source = PredictionSource::fallback;
 };
 
 // A point of a memory profile: seconds since the job (or build) started.
@@ -48,7 +132,7 @@ struct MemSample {
 struct Attempt {
   double start_s = 0;        // since build start
   double end_s = 0;
-  std::string outcome;       // "ok", "failed", "requeued" (killed by memgate), "oom" (kernel OOM kill), "lost"
+  Outcome outcome = Outcome::ok;
   Bytes peak_bytes = 0;
 };
 
@@ -79,7 +163,7 @@ struct JobRecord {
 // A decision the governor took, for the summary, report and trace.
 struct BuildEvent {
   double t_s = 0;            // since build start
-  std::string kind;          // "freeze", "thaw", "requeue", "oom_kill", "retry", "alone", "pressure"
+  EventKind kind = EventKind::freeze;
   int job = -1;              // index into BuildRecord::jobs, or -1
   std::string reason;
 };
@@ -95,7 +179,7 @@ struct BuildRecord {
   Bytes budget = 0;
   int slots = 0;             // --jobs: CPU slots
   Bytes peak_bytes = 0;      // peak memory of the whole build
-  std::map<std::string, std::int64_t> counters;  // "admitted", "waited_for_memory", "frozen", "requeued", "oom_killed", "retried", ...
+  Counters counters;
   std::vector<MemSample> memory;   // build memory over time (t since build start)
   std::vector<BuildEvent> events;
   std::vector<JobRecord> jobs;
@@ -104,17 +188,3 @@ struct BuildRecord {
 
 }  // namespace memgate
 
-// Counter names used in BuildRecord::counters (every decision leaves one):
-//   jobs             jobs finished (all outcomes)
-//   failed           jobs whose final status was non-zero
-//   admitted         admissions (attempts started)
-//   waited_for_memory  jobs that could not start at once for lack of memory
-//   frozen, thawed   freeze / thaw actions
-//   requeued         jobs killed by memgate under pressure and queued again
-//   oom_killed       attempts killed by the kernel OOM killer (then rerun)
-//   retried          reruns of any kind
-//   ran_alone        jobs bigger than the budget, run with nothing else
-//   wait_memory_ms   summed time jobs spent waiting for memory
-//   memory_bound_ms  build time during which some job waited for memory only
-//   cpu_bound_ms     build time during which jobs waited for CPU slots only
-//   frozen_ms        summed time jobs spent frozen

@@ -25,15 +25,18 @@ constexpr double kAfterPeakMargin = 1.1;
 
 int GovJob::weight(int slots) const { return std::clamp(key.cpu_weight, 1, std::max(1, slots)); }
 
-Governor::Governor(GovernorConfig config, PredictFn predict) : cfg_(config), predict_(std::move(predict)) {
+Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
+    : cfg_(config), predict_(std::move(predict)), learn_(std::move(learn)) {
   cfg_.slots = std::max(1, cfg_.slots);
   cfg_.hard_limit = std::max(cfg_.hard_limit, cfg_.budget);
   // Every counter exists from the start, so a zero reads as "none" and
   // not as "not recorded".
-  for (const char* name : {"submitted", "admitted", "jobs", "failed", "waited_for_memory", "frozen", "thawed",
-                           "requeued", "oom_killed", "retried", "ran_alone", "overshoot", "cancelled",
-                           "wait_memory_ms", "memory_bound_ms", "cpu_bound_ms", "frozen_ms"})
-    counters_[name] = 0;
+  for (Counter c : {Counter::submitted, Counter::admitted, Counter::jobs, Counter::failed, Counter::cancelled,
+                    Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
+                    Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
+                    Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
+                    Counter::frozen_ms})
+    counters_[c] = 0;
 }
 
 JobId Governor::submit(const JobKey& key, double now) {
@@ -46,7 +49,7 @@ JobId Governor::submit(const JobKey& key, double now) {
   j.queued_t = now;
   JobId id = j.id;
   jobs_.emplace(id, std::move(j));
-  count("submitted");
+  count(Counter::submitted);
   return id;
 }
 
@@ -128,7 +131,7 @@ GovernorCounts Governor::counts() const {
   return c;
 }
 
-void Governor::event(double now, const std::string& kind, JobId job, std::string reason) {
+void Governor::event(double now, EventKind kind, JobId job, std::string reason) {
   events_.push_back(GovEvent{now, kind, job, std::move(reason)});
 }
 
@@ -136,15 +139,15 @@ void Governor::event(double now, const std::string& kind, JobId job, std::string
 void Governor::account_time(double now) {
   if (last_t_ >= 0 && now > last_t_) {
     double dt_ms = (now - last_t_) * 1000.0;
-    if (any_memory_blocked_) count("memory_bound_ms", std::llround(dt_ms));
-    else if (any_cpu_blocked_) count("cpu_bound_ms", std::llround(dt_ms));
+    if (any_memory_blocked_) count(Counter::memory_bound_ms, std::llround(dt_ms));
+    else if (any_cpu_blocked_) count(Counter::cpu_bound_ms, std::llround(dt_ms));
     std::int64_t mem_waiters = 0, frozen = 0;
     for (const auto& [id, j] : jobs_) {
       if (j.state == JobState::waiting && j.blocked_by_memory) ++mem_waiters;
       if (j.state == JobState::frozen) ++frozen;
     }
-    count("wait_memory_ms", std::llround(dt_ms * static_cast<double>(mem_waiters)));
-    count("frozen_ms", std::llround(dt_ms * static_cast<double>(frozen)));
+    count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters)));
+    count(Counter::frozen_ms, std::llround(dt_ms * static_cast<double>(frozen)));
   }
   last_t_ = std::max(last_t_, now);
 }
@@ -170,7 +173,7 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
   j.current = 0;
   j.blocked_by_memory = j.blocked_by_cpu = false;
   j.blocked_since = -1;
-  count("admitted");
+  count(Counter::admitted);
   out.admit.push_back(j.id);
 }
 
@@ -208,7 +211,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     if (j->blocked_since < 0) j->blocked_since = now;
     if (fits_cpu && !j->waited_for_memory) {
       j->waited_for_memory = true;
-      count("waited_for_memory");
+      count(Counter::waited_for_memory);
     }
     if (starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
   }
@@ -218,8 +221,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     GovJob* j = queue.front();
     Bytes need = std::max(j->pred.peak, j->peak_floor);
     if (need > effective_limit(view)) {
-      count("ran_alone");
-      event(now, "alone", j->id,
+      count(Counter::ran_alone);
+      event(now, EventKind::alone, j->id,
             fmt::format("predicted {} exceeds the budget of {}; running it alone", format_bytes(need),
                         format_bytes(effective_limit(view))));
     }
@@ -261,7 +264,7 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   if (view.psi_full_avg10) {
     if (*view.psi_full_avg10 >= cfg_.psi_full_freeze && !thrashing_) {
       thrashing_ = true;
-      event(now, "pressure", -1, fmt::format("memory stalls at {:.1f}% (PSI full avg10)", *view.psi_full_avg10));
+      event(now, EventKind::pressure, -1, fmt::format("memory stalls at {:.1f}% (PSI full avg10)", *view.psi_full_avg10));
     } else if (*view.psi_full_avg10 <= cfg_.psi_full_clear) {
       thrashing_ = false;
     }
@@ -278,7 +281,7 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
     if (GovJob* v = newest_to_kill()) {
       v->state = JobState::killing;
       last_kill_t_ = now;
-      event(now, "kill", v->id,
+      event(now, EventKind::kill, v->id,
             fmt::format("build uses {} of {}: killing the newest job to requeue it", format_bytes(used),
                         format_bytes(limit)));
       out.kill.push_back(v->id);
@@ -293,8 +296,8 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
     v->frozen_since = now;
     last_freeze_t_ = now;
     low_since_ = -1;
-    count("frozen");
-    event(now, "freeze", v->id,
+    count(Counter::frozen);
+    event(now, EventKind::freeze, v->id,
           thrashing_ ? std::string("memory is thrashing")
                      : fmt::format("build uses {} of {}", format_bytes(used), format_bytes(limit)));
     out.freeze.push_back(v->id);
@@ -321,8 +324,8 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
   oldest->frozen_s += now - oldest->frozen_since;
   oldest->frozen_since = -1;
   last_thaw_t_ = now;
-  count("thawed");
-  event(now, "thaw", oldest->id, must ? "no other job is running" : "memory is back");
+  count(Counter::thawed);
+  event(now, EventKind::thaw, oldest->id, must ? "no other job is running" : "memory is back");
   out.thaw.push_back(oldest->id);
   return true;
 }
@@ -334,7 +337,7 @@ void Governor::freeze_failed(JobId id) {
   if (j.state != JobState::frozen) return;
   j.state = JobState::running;
   j.frozen_since = -1;
-  count("freeze_failed");
+  count(Counter::freeze_failed);
 }
 
 void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
@@ -348,8 +351,8 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
   j.attempt_peak = std::max({j.attempt_peak, peak, current});
   j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
   if (!was_over && j.attempt_peak > scale(pred, 1.1)) {
-    count("overshoot");
-    event(now, "overshoot", id,
+    count(Counter::overshoot);
+    event(now, EventKind::overshoot, id,
           fmt::format("uses {}, predicted {}", format_bytes(j.attempt_peak), format_bytes(pred)));
   }
 }
@@ -362,7 +365,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
     // The wrapper gave up before it was granted (its build was interrupted).
     j.state = JobState::done;
     j.wait_s += now - j.queued_t;
-    count("cancelled");
+    count(Counter::cancelled);
     retire(id);
     return false;
   }
@@ -370,19 +373,19 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
     j.frozen_s += now - j.frozen_since;
     j.frozen_since = -1;
   }
-  const char* outcome = how == ExitKind::finished ? (exit_status == 0 ? "ok" : "failed")
-                        : how == ExitKind::killed_by_us ? "requeued"
-                        : how == ExitKind::oom_killed   ? "oom"
-                                                        : "lost";
+  Outcome outcome = how == ExitKind::finished ? (exit_status == 0 ? Outcome::ok : Outcome::failed)
+                    : how == ExitKind::killed_by_us ? Outcome::requeued
+                    : how == ExitKind::oom_killed   ? Outcome::oom
+                                                    : Outcome::lost;
   j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak});
   j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
   j.current = 0;
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
-  if (how == ExitKind::killed_by_us) count("requeued");
+  if (how == ExitKind::killed_by_us) count(Counter::requeued);
   if (how == ExitKind::oom_killed) {
-    count("oom_killed");
-    event(now, "oom_kill", id, fmt::format("killed by the kernel at {}", format_bytes(j.attempt_peak)));
+    count(Counter::oom_killed);
+    event(now, EventKind::oom_kill, id, fmt::format("killed by the kernel at {}", format_bytes(j.attempt_peak)));
   }
   if (memory_death && j.attempts < cfg_.max_attempts) {
     // The true need is at least what it reached; an OOM kill means more.
@@ -393,15 +396,15 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
     j.state = JobState::waiting;
     j.queued_t = now;
     j.start_t = -1;
-    count("retried");
-    event(now, how == ExitKind::killed_by_us ? "requeue" : "retry", id,
+    count(Counter::retried);
+    event(now, how == ExitKind::killed_by_us ? EventKind::requeue : EventKind::retry, id,
           fmt::format("attempt {} ended by memory; rerunning with {} reserved", j.attempts, format_bytes(j.peak_floor)));
     return true;
   }
-  if (memory_death) event(now, "gave_up", id, fmt::format("killed {} times by memory; giving up", j.attempts));
+  if (memory_death) event(now, EventKind::gave_up, id, fmt::format("killed {} times by memory; giving up", j.attempts));
   j.state = JobState::done;
-  count("jobs");
-  if (how != ExitKind::finished || exit_status != 0) count("failed");
+  count(Counter::jobs);
+  if (how != ExitKind::finished || exit_status != 0) count(Counter::failed);
   retire(id);
   return false;
 }
@@ -414,6 +417,11 @@ void Governor::retire(JobId id) {
 const GovJob& Governor::job(JobId id) const {
   auto it = jobs_.find(id);
   return it != jobs_.end() ? it->second : done_.at(id);
+}
+
+void Governor::learn(const JobRecord& attempt) {
+  if (learn_) learn_(attempt);
+  repredict_waiting();
 }
 
 void Governor::repredict_waiting() {

@@ -107,7 +107,7 @@ struct GovJob {
 
 struct GovEvent {
   double t = 0;
-  std::string kind;  // "freeze", "thaw", "kill", "requeue", "oom_kill", "retry", "alone", "overshoot", "pressure"
+  EventKind kind = EventKind::freeze;
   JobId job = -1;
   std::string reason;
 };
@@ -127,8 +127,11 @@ struct GovernorCounts {
 class Governor {
  public:
   using PredictFn = std::function<Prediction(const JobKey&)>;
+  using LearnFn = std::function<void(const JobRecord&)>;
 
-  Governor(GovernorConfig config, PredictFn predict);
+  // `predict` answers for a job when it is submitted and again while it
+  // waits; `learn` (optional) is told about every attempt that ends.
+  Governor(GovernorConfig config, PredictFn predict, LearnFn learn = nullptr);
 
   // A wrapper asks to run a job. It waits until step() admits it.
   JobId submit(const JobKey& key, double now);
@@ -148,12 +151,14 @@ class Governor {
   // The runner could not carry out a freeze (no freezer): undo it.
   void freeze_failed(JobId id);
 
-  // Predictions improved (a job of the build finished): re-predict the queue.
-  void repredict_waiting();
+  // An attempt ended (after exited()): what it measured teaches the
+  // predictor, and the waiting jobs are predicted again with that. One
+  // call, so the queue can never miss what the predictor learned.
+  void learn(const JobRecord& attempt);
 
   // Any job of this build, running or done (throws for an unknown id).
   const GovJob& job(JobId id) const;
-  const std::map<std::string, std::int64_t>& counters() const { return counters_; }
+  const Counters& counters() const { return counters_; }
   const std::vector<GovEvent>& events() const { return events_; }
   GovernorCounts counts() const;
   const GovernorConfig& config() const { return cfg_; }
@@ -170,8 +175,8 @@ class Governor {
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);
   bool try_thaw(const MemoryView& view, double now, Decisions& out);
   void start(GovJob& j, double now, Decisions& out);
-  void event(double now, const std::string& kind, JobId job, std::string reason);
-  void count(const std::string& name, std::int64_t by = 1) { counters_[name] += by; }
+  void event(double now, EventKind kind, JobId job, std::string reason);
+  void count(Counter c, std::int64_t by = 1) { counters_[c] += by; }
   std::vector<GovJob*> by_state(JobState s);
   // The newest job that may be frozen (running) or killed (running or
   // frozen, with reruns left).
@@ -183,13 +188,15 @@ class Governor {
 
   GovernorConfig cfg_;
   PredictFn predict_;
+  LearnFn learn_;
   // Jobs not yet done: every decision iterates these, so the thousands a
   // long build has finished cost nothing per step.
   std::map<JobId, GovJob> jobs_;
   std::map<JobId, GovJob> done_;
   void retire(JobId id);
+  void repredict_waiting();
   JobId next_id_ = 1;
-  std::map<std::string, std::int64_t> counters_;
+  Counters counters_;
   std::vector<GovEvent> events_;
   double last_t_ = -1;
   double last_freeze_t_ = -1e9, last_kill_t_ = -1e9, last_thaw_t_ = -1e9;

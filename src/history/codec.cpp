@@ -26,16 +26,14 @@ T get_or(const json& j, const char* key, T fallback) {
 
 }  // namespace
 
-std::string encode_counters(const std::map<std::string, std::int64_t>& counters) {
-  return json(counters).dump();
-}
+std::string encode_counters(const Counters& counters) { return json(by_name(counters)).dump(); }
 
-std::map<std::string, std::int64_t> decode_counters(const std::string& text) {
-  std::map<std::string, std::int64_t> out;
+Counters decode_counters(const std::string& text) {
+  Counters out;
   json j = parse_or_null(text);
   if (!j.is_object()) return out;
   for (const auto& [k, v] : j.items())
-    if (v.is_number()) out[k] = v.get<std::int64_t>();
+    if (auto c = parse_counter(k); c && v.is_number()) out[*c] = v.get<std::int64_t>();
   return out;
 }
 
@@ -58,7 +56,7 @@ std::vector<MemSample> decode_series(const std::string& text) {
 
 std::string encode_events(const std::vector<BuildEvent>& events) {
   json j = json::array();
-  for (const auto& e : events) j.push_back({{"t_s", e.t_s}, {"kind", e.kind}, {"job", e.job}, {"reason", e.reason}});
+  for (const auto& e : events) j.push_back({{"t_s", e.t_s}, {"kind", name(e.kind)}, {"job", e.job}, {"reason", e.reason}});
   return j.dump();
 }
 
@@ -68,8 +66,9 @@ std::vector<BuildEvent> decode_events(const std::string& text) {
   if (!j.is_array()) return out;
   for (const auto& e : j) {
     if (!e.is_object()) continue;
-    out.push_back({get_or<double>(e, "t_s", 0), get_or<std::string>(e, "kind", ""), get_or<int>(e, "job", -1),
-                   get_or<std::string>(e, "reason", "")});
+    auto kind = parse_event_kind(get_or<std::string>(e, "kind", ""));
+    if (!kind) continue;
+    out.push_back({get_or<double>(e, "t_s", 0), *kind, get_or<int>(e, "job", -1), get_or<std::string>(e, "reason", "")});
   }
   return out;
 }
@@ -77,7 +76,7 @@ std::vector<BuildEvent> decode_events(const std::string& text) {
 std::string encode_attempts(const std::vector<Attempt>& attempts) {
   json j = json::array();
   for (const auto& a : attempts)
-    j.push_back({{"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome}, {"peak_bytes", a.peak_bytes}});
+    j.push_back({{"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", name(a.outcome)}, {"peak_bytes", a.peak_bytes}});
   return j.dump();
 }
 
@@ -88,7 +87,8 @@ std::vector<Attempt> decode_attempts(const std::string& text) {
   for (const auto& a : j) {
     if (!a.is_object()) continue;
     out.push_back({get_or<double>(a, "start_s", 0), get_or<double>(a, "end_s", 0),
-                   get_or<std::string>(a, "outcome", ""), get_or<Bytes>(a, "peak_bytes", 0)});
+                   parse_outcome(get_or<std::string>(a, "outcome", "")).value_or(Outcome::lost),
+                   get_or<Bytes>(a, "peak_bytes", 0)});
   }
   return out;
 }

@@ -13,18 +13,19 @@
 
 namespace memgate::codec {
 
-std::string encode_counters(const std::map<std::string, std::int64_t>& counters);
-std::map<std::string, std::int64_t> decode_counters(const std::string& json);
+// {"name": value, ...}; unknown names are dropped.
+std::string encode_counters(const Counters& counters);
+Counters decode_counters(const std::string& json);
 
 // [[t_s, bytes], ...]
 std::string encode_series(const std::vector<MemSample>& series);
 std::vector<MemSample> decode_series(const std::string& json);
 
-// [{"t_s", "kind", "job", "reason"}, ...]
+// [{"t_s", "kind", "job", "reason"}, ...]; events of an unknown kind are dropped.
 std::string encode_events(const std::vector<BuildEvent>& events);
 std::vector<BuildEvent> decode_events(const std::string& json);
 
-// [{"start_s", "end_s", "outcome", "peak_bytes"}, ...]
+// [{"start_s", "end_s", "outcome", "peak_bytes"}, ...]; an unknown outcome reads as "lost".
 std::string encode_attempts(const std::vector<Attempt>& attempts);
 std::vector<Attempt> decode_attempts(const std::string& json);
 

@@ -48,7 +48,7 @@ void bind_job(sql::Stmt& st, std::int64_t build_id, int seq, const JobRecord& j)
   st.bind(10, j.submit_s).bind(11, j.start_s).bind(12, j.end_s).bind(13, j.wait_s).bind(14, j.frozen_s);
   st.bind(15, j.cpu_s).bind(16, j.peak_bytes);
   st.bind(17, p.peak).bind(18, p.wall_s).bind(19, p.cpu_s).bind(20, p.peak_over_frac).bind(21, p.after_peak);
-  st.bind(22, p.confidence).bind(23, p.source);
+  st.bind(22, p.confidence).bind(23, name(p.source));
   st.bind(24, j.t_peak_s).bind(25, j.peak_over_frac).bind(26, j.after_peak_bytes).bind(27, j.exit_status);
   st.bind(28, j.attempts).bind(29, codec::encode_attempts(j.attempt_log)).bind(30, codec::encode_series(j.profile));
 }
@@ -75,7 +75,7 @@ JobRecord read_job(const sql::Stmt& st) {
   j.predicted.peak_over_frac = st.real(17);
   j.predicted.after_peak = st.int64(18);
   j.predicted.confidence = st.real(19);
-  j.predicted.source = st.text(20);
+  j.predicted.source = parse_prediction_source(st.text(20)).value_or(PredictionSource::fallback);
   j.t_peak_s = st.real(21);
   j.peak_over_frac = st.real(22);
   j.after_peak_bytes = st.int64(23);
@@ -99,7 +99,7 @@ BuildSummary summarize_build(const BuildRecord& b) {
   s.peak_bytes = b.peak_bytes;
   s.budget = b.budget;
   s.job_count = static_cast<int>(b.jobs.size());
-  if (auto it = b.counters.find("wait_memory_ms"); it != b.counters.end()) {
+  if (auto it = b.counters.find(Counter::wait_memory_ms); it != b.counters.end()) {
     s.wait_s = static_cast<double>(it->second) / 1000.0;
   } else {
     for (const auto& j : b.jobs) s.wait_s += j.wait_s;

@@ -207,7 +207,7 @@ PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccSha
   job.work_s = base.wall_s * k / n;
   job.profile = rounds_profile(single_profile(base), n, k);
   normalize(job);
-  job.predicted.source = "measured";
+  job.predicted.source = PredictionSource::profile;
   return job;
 }
 

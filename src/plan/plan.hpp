@@ -62,7 +62,7 @@ struct MemgateRow {
   Bytes peak = 0;
   bool finished = true;
   int failed = 0;
-  std::map<std::string, std::int64_t> counters;
+  Counters counters;
 };
 
 struct PlanResult {

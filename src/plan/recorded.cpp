@@ -153,7 +153,7 @@ std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores) {
     job.predicted.peak_over_frac = j.peak_over_frac;
     job.predicted.after_peak = j.after_peak_bytes;
     job.predicted.confidence = 1;
-    job.predicted.source = "history";
+    job.predicted.source = PredictionSource::history;
     normalize(job);
     job.predicted.peak = std::max(job.predicted.peak, job.peak);
     out.push_back(std::move(job));

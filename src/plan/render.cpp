@@ -19,13 +19,10 @@ std::string percent(double share) {
 std::string per_min(double v) { return v >= 10 ? fmt::format("{:.0f}", v) : fmt::format("{:.2g}", v); }
 
 std::string memgate_line(const MemgateRow& m) {
-  auto counter = [&](const char* name) {
-    auto it = m.counters.find(name);
-    return it == m.counters.end() ? std::int64_t{0} : it->second;
-  };
-  std::string note = fmt::format("froze {}, requeued {}, OOM-killed {}", counter("frozen"), counter("requeued"),
-                                 counter("oom_killed"));
-  if (counter("ran_alone") > 0) note += fmt::format(", ran {} alone", counter("ran_alone"));
+  auto counter = [&](Counter c) { return get(m.counters, c); };
+  std::string note = fmt::format("froze {}, requeued {}, OOM-killed {}", counter(Counter::frozen),
+                                 counter(Counter::requeued), counter(Counter::oom_killed));
+  if (counter(Counter::ran_alone) > 0) note += fmt::format(", ran {} alone", counter(Counter::ran_alone));
   if (m.failed > 0) note += fmt::format(", {} FAILED after repeated kills", m.failed);
   if (!m.finished) note += ", simulation gave up";
   return fmt::format("{:>7} {:>9} {:>8} {:>11} {:>11}  {}\n", "memgate", format_duration(m.wall_s),
@@ -88,7 +85,7 @@ nlohmann::json to_json(const PlanResult& r, const std::string& source) {
                     {"peak_bytes", r.memgate->peak},
                     {"finished", r.memgate->finished},
                     {"failed", r.memgate->failed},
-                    {"counters", r.memgate->counters}};
+                    {"counters", by_name(r.memgate->counters)}};
   } else {
     j["memgate"] = nullptr;
   }

@@ -69,7 +69,7 @@ struct MemgateRun {
   int failed = 0;        // jobs memgate gave up on (killed by memory max_attempts times)
   // The governor's own counters ("admitted", "frozen", "requeued",
   // "oom_killed", "ran_alone", ...).
-  std::map<std::string, std::int64_t> counters;
+  Counters counters;
   std::vector<Trace> traces;
 };
 

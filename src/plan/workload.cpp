@@ -160,7 +160,7 @@ void normalize(PlanJob& job) {
     fill_prediction_from_profile(job.profile, job.predicted);
     job.predicted.wall_s = job.work_s;
     job.predicted.cpu_s = job.cpu_s;
-    job.predicted.source = "profile";
+    job.predicted.source = PredictionSource::profile;
   }
   if (job.key.identity.empty()) job.key.identity = job.name;
   job.key.cpu_weight = std::max(1, job.key.cpu_weight);

@@ -56,8 +56,8 @@ std::vector<std::string> stem_tokens(const std::string& stem) {
 
 bool ends_killed(const JobRecord& job) {
   if (job.attempt_log.empty()) return false;
-  const std::string& o = job.attempt_log.back().outcome;
-  return o == "requeued" || o == "oom";
+  Outcome o = job.attempt_log.back().outcome;
+  return o == Outcome::requeued || o == Outcome::oom;
 }
 
 Bytes default_peak_per_weight(const std::string& tool) {
@@ -134,7 +134,7 @@ Prediction default_prediction(const JobKey& key) {
   p.peak = per_weight * std::max(1, key.cpu_weight);
   p.peak_over_frac = 1.0;
   p.confidence = 0;
-  p.source = "default";
+  p.source = PredictionSource::fallback;
   return p;
 }
 
@@ -223,7 +223,7 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
   auto [lo, hi] = std::minmax_element(complete_peaks.begin(), complete_peaks.end());
   const bool consistent = *lo > 0 && *hi / *lo <= 1.25;
   p.confidence = !consistent ? 0.7 : complete_peaks.size() >= 3 ? 1.0 : complete_peaks.size() == 2 ? 0.9 : 0.75;
-  p.source = "history";
+  p.source = PredictionSource::history;
   return p;
 }
 
@@ -231,7 +231,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
   const auto tokens = stem_tokens(key.stem);
   const int need = std::max(1, std::min(config_.min_similar_depth, static_cast<int>(tokens.size())));
   const int weight = std::max(1, key.cpu_weight);
-  auto make = [&](const Stats& s, const char* source, double confidence, double peak_w) {
+  auto make = [&](const Stats& s, PredictionSource source, double confidence, double peak_w) {
     Prediction p;
     p.peak = to_bytes(peak_w * weight);
     p.wall_s = s.wall_s;
@@ -253,7 +253,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
     auto [node, depth] = root->deepest(tokens);
     if (depth < need) continue;
     const Stats& s = node->stats(config_.similar_quantile);
-    return make(s, "similar", root == klass ? 0.6 : 0.45, s.peak_w);
+    return make(s, PredictionSource::similar, root == klass ? 0.6 : 0.45, s.peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;
@@ -269,7 +269,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
     // catches the rare job that outgrows the margin.
     if (n < prior) peak_w = std::max(peak_w, std::min(prior_w, peak_w * (1.0 + 0.5 * (prior - n) / prior)));
     const bool build = root == klass && s.in_build;
-    return make(s, build ? "build" : "similar", root == klass ? (build ? 0.35 : 0.3) : 0.2, peak_w);
+    return make(s, build ? PredictionSource::build : PredictionSource::similar, root == klass ? (build ? 0.35 : 0.3) : 0.2, peak_w);
   }
   return std::nullopt;
 }

@@ -26,7 +26,8 @@ constexpr int kChartBottom = 20;
 
 // The kinds of governor event the timeline has a row for; the rest share
 // the last row.
-constexpr std::array<const char*, 4> kEventKinds = {"freeze", "thaw", "requeue", "oom_kill"};
+constexpr std::array<EventKind, 4> kEventRows = {EventKind::freeze, EventKind::thaw, EventKind::requeue,
+                                                 EventKind::oom_kill};
 
 const char kStyle[] = R"css(
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#222;background:#fff}
@@ -59,11 +60,11 @@ struct Scale {
   }
 };
 
-int event_row(const std::string& kind) {
-  for (size_t i = 0; i < kEventKinds.size(); ++i) {
-    if (kind == kEventKinds[i]) return static_cast<int>(i);
+int event_row(EventKind kind) {
+  for (size_t i = 0; i < kEventRows.size(); ++i) {
+    if (kind == kEventRows[i]) return static_cast<int>(i);
   }
-  return static_cast<int>(kEventKinds.size());
+  return static_cast<int>(kEventRows.size());
 }
 
 // "job hN" by peak against the build's heaviest job, "job f" if it failed.
@@ -189,7 +190,7 @@ void append_axis(std::string& out, const Scale& s, int height) {
 
 void append_event_strip(std::string& out, const BuildRecord& b, const Scale& s) {
   static const char* labels[] = {"freeze", "thaw", "requeue", "OOM kill", "other"};
-  for (int r = 0; r <= static_cast<int>(kEventKinds.size()); ++r) {
+  for (int r = 0; r <= static_cast<int>(kEventRows.size()); ++r) {
     fmt::format_to(Out(out), "<text x=\"2\" y=\"{}\">{}</text>", kAxisHeight + r * kEventRow + 8, labels[r]);
   }
   out += '\n';
@@ -198,7 +199,7 @@ void append_event_strip(std::string& out, const BuildRecord& b, const Scale& s) 
     std::string who;
     if (e.job >= 0 && static_cast<size_t>(e.job) < b.jobs.size()) who = b.jobs[static_cast<size_t>(e.job)].key.identity;
     fmt::format_to(Out(out), "<rect class=\"ev e{}\" x=\"{}\" y=\"{}\" width=\"3\" height=\"{}\"><title>{} at {}: {} {}</title></rect>\n",
-                   r, s.x(e.t_s), kAxisHeight + r * kEventRow, kEventRow - 2, html_escape(e.kind),
+                   r, s.x(e.t_s), kAxisHeight + r * kEventRow, kEventRow - 2, name(e.kind),
                    format_duration(e.t_s), html_escape(who), html_escape(e.reason));
   }
 }
@@ -219,7 +220,8 @@ void append_bar(std::string& out, const BuildRecord& b, const TimelineBar& bar, 
     tip += fmt::format("ran {}", format_duration(bar.end_s - bar.start_s));
   }
   if (bar.attempts > 1) tip += fmt::format(", attempt {} of {}", bar.attempt + 1, bar.attempts);
-  tip += ": " + bar.outcome;
+  tip += ": ";
+  tip += name(bar.outcome);
   if (bar.last && j.exit_status != 0) tip += fmt::format(" (exit status {})", j.exit_status);
   fmt::format_to(Out(out), "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n",
                  bar.last ? job_class(bar, j, max_peak) : "attempt", x, y, w, h, html_escape(tip));
@@ -232,7 +234,7 @@ void append_timeline(std::string& out, const BuildRecord& b, const Timeline& t, 
   // a browser scrolls comfortably.
   const int width = std::clamp(static_cast<int>(6 * b.jobs.size() / static_cast<size_t>(lanes)), 1000, 16000);
   const Scale s{t_end, kLabelWidth, width};
-  const int strip = static_cast<int>(kEventKinds.size() + 1) * kEventRow;
+  const int strip = static_cast<int>(kEventRows.size() + 1) * kEventRow;
   const int top = kAxisHeight + strip + 6;
   const int height = top + lanes * lane_h + 4;
   Bytes max_peak = 0;

@@ -9,12 +9,9 @@
 namespace memgate {
 namespace {
 
-std::int64_t counter(const BuildRecord& b, const char* name) {
-  auto it = b.counters.find(name);
-  return it == b.counters.end() ? 0 : it->second;
-}
+std::int64_t counter(const BuildRecord& b, Counter c) { return get(b.counters, c); }
 
-bool has_counter(const BuildRecord& b, const char* name) { return b.counters.count(name) > 0; }
+bool has_counter(const BuildRecord& b, Counter c) { return b.counters.count(c) > 0; }
 
 double wall_time(const BuildRecord& b) {
   if (b.wall_s() > 0) return b.wall_s();
@@ -76,37 +73,37 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   BuildFacts f;
   f.wall_s = wall_time(b);
   f.jobs = static_cast<int>(b.jobs.size());
-  if (f.jobs == 0) f.jobs = static_cast<int>(counter(b, "jobs"));
+  if (f.jobs == 0) f.jobs = static_cast<int>(counter(b, Counter::jobs));
   f.failed = static_cast<int>(std::count_if(b.jobs.begin(), b.jobs.end(),
                                             [](const JobRecord& j) { return j.exit_status != 0; }));
-  if (b.jobs.empty()) f.failed = static_cast<int>(counter(b, "failed"));
+  if (b.jobs.empty()) f.failed = static_cast<int>(counter(b, Counter::failed));
   f.objects_per_min = f.wall_s > 0 ? f.jobs * 60.0 / f.wall_s : 0;
   f.peak = b.peak_bytes;
   for (const auto& m : b.memory) f.peak = std::max(f.peak, m.bytes);
   f.budget = b.budget;
   f.capacity = b.capacity;
-  if (has_counter(b, "wait_memory_ms")) {
-    f.wait_memory_s = counter(b, "wait_memory_ms") / 1000.0;
+  if (has_counter(b, Counter::wait_memory_ms)) {
+    f.wait_memory_s = counter(b, Counter::wait_memory_ms) / 1000.0;
   } else {  // older records: all admission waits
     for (const auto& j : b.jobs) f.wait_memory_s += j.wait_s;
   }
-  f.jobs_waited = static_cast<int>(counter(b, "waited_for_memory"));
-  if (has_counter(b, "frozen_ms")) {
-    f.frozen_s = counter(b, "frozen_ms") / 1000.0;
+  f.jobs_waited = static_cast<int>(counter(b, Counter::waited_for_memory));
+  if (has_counter(b, Counter::frozen_ms)) {
+    f.frozen_s = counter(b, Counter::frozen_ms) / 1000.0;
   } else {
     for (const auto& j : b.jobs) f.frozen_s += j.frozen_s;
   }
-  f.freezes = counter(b, "frozen");
-  f.requeues = counter(b, "requeued");
-  f.retries = counter(b, "retried");
-  f.oom_kills = counter(b, "oom_killed");
-  f.ran_alone = counter(b, "ran_alone");
-  auto share = [&](const char* name) {
+  f.freezes = counter(b, Counter::frozen);
+  f.requeues = counter(b, Counter::requeued);
+  f.retries = counter(b, Counter::retried);
+  f.oom_kills = counter(b, Counter::oom_killed);
+  f.ran_alone = counter(b, Counter::ran_alone);
+  auto share = [&](Counter name) {
     if (!has_counter(b, name) || f.wall_s <= 0) return -1.0;
     return std::clamp(counter(b, name) / 1000.0 / f.wall_s, 0.0, 1.0);
   };
-  f.memory_bound = share("memory_bound_ms");
-  f.cpu_bound = share("cpu_bound_ms");
+  f.memory_bound = share(Counter::memory_bound_ms);
+  f.cpu_bound = share(Counter::cpu_bound_ms);
   f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.jobs);
 
   std::vector<int> order(b.jobs.size());

@@ -14,7 +14,7 @@ void add_bars(const JobRecord& j, int index, std::vector<TimelineBar>& bars) {
     bar.job = index;
     bar.start_s = j.start_s;
     bar.end_s = std::max(j.start_s, j.end_s);
-    bar.outcome = j.exit_status == 0 ? "ok" : "failed";
+    bar.outcome = j.exit_status == 0 ? Outcome::ok : Outcome::failed;
     bar.peak_bytes = j.peak_bytes;
     bars.push_back(std::move(bar));
     return;
@@ -29,7 +29,7 @@ void add_bars(const JobRecord& j, int index, std::vector<TimelineBar>& bars) {
     bar.start_s = at.start_s;
     bar.end_s = std::max(at.start_s, at.end_s);
     bar.last = a == n - 1;
-    bar.outcome = at.outcome.empty() ? (j.exit_status == 0 ? "ok" : "failed") : at.outcome;
+    bar.outcome = at.outcome;
     bar.peak_bytes = at.peak_bytes > 0 ? at.peak_bytes : (bar.last ? j.peak_bytes : 0);
     bars.push_back(std::move(bar));
   }

@@ -19,7 +19,7 @@ struct TimelineBar {
   double end_s = 0;
   int lane = 0;
   bool last = true;       // the job's final attempt (the report's one bar per job)
-  std::string outcome;    // "ok", "failed", "requeued", "oom", "lost"
+  Outcome outcome = Outcome::ok;
   Bytes peak_bytes = 0;
 };
 

@@ -40,7 +40,7 @@ json slice(const BuildRecord& b, const TimelineBar& bar) {
                {"tool", j.key.tool},
                {"peak_MiB", mib(bar.peak_bytes)},
                {"predicted_MiB", mib(j.predicted.peak)},
-               {"outcome", bar.outcome},
+               {"outcome", name(bar.outcome)},
                {"attempt", fmt::format("{}/{}", bar.attempt + 1, bar.attempts)}};
   if (bar.last) {
     args["cpu_s"] = std::round(j.cpu_s * 100) / 100;
@@ -60,7 +60,7 @@ json instant(const BuildRecord& b, const BuildEvent& e) {
   if (e.job >= 0 && static_cast<size_t>(e.job) < b.jobs.size()) {
     args["identity"] = b.jobs[static_cast<size_t>(e.job)].key.identity;
   }
-  return {{"ph", "i"}, {"s", "p"},          {"name", e.kind},           {"cat", "governor"},
+  return {{"ph", "i"}, {"s", "p"},          {"name", name(e.kind)},           {"cat", "governor"},
           {"pid", kPid}, {"tid", kGovernorTid}, {"ts", micros(e.t_s)}, {"args", std::move(args)}};
 }
 

@@ -19,7 +19,6 @@
 #include "platform/cpu.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
-#include "run/record.hpp"
 #include "util/log.hpp"
 #include "wrap/shims.hpp"
 
@@ -30,8 +29,6 @@ namespace {
 // After Ctrl-C or SIGTERM the build gets this long to stop by itself
 // before everything left is killed.
 constexpr double kAbortGrace_s = 2.0;
-constexpr double kTick_s = 0.1;
-constexpr double kFastTick_s = 0.02;  // when memory is within 15% of the limit
 
 std::string self_exe() {
   char buf[PATH_MAX];
@@ -55,6 +52,10 @@ std::string current_dir() {
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
 }
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 int run_build(const RunOptions& options) {
@@ -62,12 +63,10 @@ int run_build(const RunOptions& options) {
   return runner.run();
 }
 
-Runner::Runner(RunOptions options) : opt_(std::move(options)) {
-  t0_ = std::chrono::steady_clock::now();
-  start_unix_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  cwd_ = current_dir();
-  command_ = quote_command(opt_.command);
-}
+Runner::Runner(RunOptions options)
+    : opt_(std::move(options)),
+      t0_(std::chrono::steady_clock::now()),
+      recorder_(current_dir(), quote_command(opt_.command), unix_now()) {}
 
 Runner::~Runner() {
   if (sigfd_ >= 0) ::close(sigfd_);
@@ -81,18 +80,17 @@ int Runner::run() {
   log::set_quiet(opt_.quiet);
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   open_history();                                     // predictions and the known total
-  if (!start_server()) return 125;                    // socket in a private dir, shims
-  setup_cgroups();                                    // confinement and job accounting
+  if (!start_server()) return 125;                    // socket in a private dir, the governor
+  cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
   sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);                 // orphans of the build stay ours
   if (!start_build()) {                               // the user's command
-    teardown();
+    finish();
     return exit_status_;
   }
   main_loop();                                        // until the build and its jobs end
   end_leftovers();                                    // nothing of the build outlives it
-  save_and_report();                                  // history, summary, report, trace
-  teardown();                                         // cgroups, socket
+  finish();                                           // history, summary, reports; cgroups, socket
   return exit_status_;
 }
 
@@ -122,7 +120,7 @@ void Runner::open_history() {
   }
   history_ = std::move(*h);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
-  if (auto last = history_->last_build_id(cwd_, command_)) {
+  if (auto last = history_->last_build_id(recorder_.cwd(), recorder_.command())) {
     if (auto b = history_->load_build(*last)) {
       known_total_ = static_cast<int>(b->jobs.size());
       last_wall_ = b->wall_s();
@@ -137,10 +135,9 @@ bool Runner::start_server() {
     return false;
   }
   private_dir_ = *dir;
-  socket_path_ = private_dir_ + "/sock";
-  auto server = JobServer::listen(socket_path_);
+  auto server = JobServer::listen(private_dir_ + "/sock");
   if (!server) {
-    log::error("cannot listen on {}: {}", socket_path_, server.error());
+    log::error("cannot listen on {}/sock: {}", private_dir_, server.error());
     return false;
   }
   server_.emplace(std::move(*server));
@@ -151,43 +148,10 @@ bool Runner::start_server() {
   gc.budget = budget_.budget;
   gc.hard_limit = budget_.capacity - budget_.reserve;
   gc.slots = slots_;
-  gov_ = std::make_unique<Governor>(gc, [this](const JobKey& k) { return predictor_.predict(k); });
+  gov_ = std::make_unique<Governor>(
+      gc, [this](const JobKey& k) { return predictor_.predict(k); },
+      [this](const JobRecord& r) { predictor_.observe(r); });
   return true;
-}
-
-// The build cgroup holds the build tool (in a "build" leaf) and one child
-// per job attempt. Confined, its limit keeps the reserve free for the rest
-// of the machine; with --no-confine it only measures.
-void Runner::setup_cgroups() {
-  layout_ = platform::detect_cgroups();
-  if (cap_.capacity_source == "cgroup" && !cap_.cgroup_limit_source.empty())
-    capacity_cg_ = platform::Cgroup::open(layout_.version, cap_.cgroup_limit_source);
-  auto no_cgroups = [this](const std::string& why) {
-    log::warn("{}: jobs are measured from /proc and the build is not confined", why);
-    degraded_ = {fmt::format("no cgroups ({}): jobs measured from /proc", why), "build not confined",
-                 "jobs paused with SIGSTOP"};
-  };
-  if (layout_.version == platform::CgroupVersion::none) return no_cgroups("no cgroup memory controller here");
-  auto cg = platform::Cgroup::create_under(layout_, fmt::format("memgate-{}", ::getpid()));
-  if (!cg) return no_cgroups(cg.error());
-  confine_ = *cg;
-  if (!confine_->can_freeze())
-    degraded_.push_back(platform::freezer_forced_off() ? "jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)"
-                                                       : "jobs paused with SIGSTOP (no cgroup freezer)");
-  if (auto leaf = confine_->create_child("build")) build_leaf_ = *leaf;
-  if (opt_.no_confine) {
-    degraded_.insert(degraded_.begin(), "build not confined (--no-confine)");
-    return;
-  }
-  Bytes limit = budget_.capacity - budget_.reserve;
-  if (auto st = confine_->set_memory_limit(limit, budget_.budget < limit ? std::optional<Bytes>(budget_.budget)
-                                                                          : std::nullopt);
-      !st) {
-    log::warn("cannot limit the build's cgroup ({}): the build is not confined", st.error());
-    degraded_.insert(degraded_.begin(), "build not confined (its cgroup limit cannot be set)");
-    return;
-  }
-  confined_ = build_leaf_.has_value();
 }
 
 bool Runner::start_build() {
@@ -196,7 +160,7 @@ bool Runner::start_build() {
   InjectionInput in;
   in.env = current_environment();
   in.memgate_exe = exe;
-  in.socket_path = socket_path_;
+  in.socket_path = server_->path();
   in.slots = slots_;
   if (shims) in.shim_dir = *shims;
   else log::warn("cannot set up compiler shims ({}): only launcher variables will gate jobs", shims.error());
@@ -204,11 +168,7 @@ bool Runner::start_build() {
   SpawnSpec spec;
   spec.argv = opt_.command;
   spec.env_changes = injection_env(in);
-  if (confined_ && build_leaf_) {
-    spec.cgroup_dirs.push_back(build_leaf_->memory_dir());
-    if (!build_leaf_->freezer_dir().empty() && build_leaf_->freezer_dir() != build_leaf_->memory_dir())
-      spec.cgroup_dirs.push_back(build_leaf_->freezer_dir());
-  }
+  spec.cgroup_dirs = cgroups_->build_dirs();
   SpawnFailure failure;
   build_pid_ = spawn_build(spec, &failure);
   if (build_pid_ < 0) {
@@ -286,8 +246,7 @@ void Runner::begin_abort(int sig) {
 }
 
 void Runner::forward_signal(int sig) {
-  std::vector<pid_t> pids;
-  if (confine_) pids = confine_->all_processes();
+  std::vector<pid_t> pids = cgroups_->processes();
   for (pid_t p : platform::process_tree(::getpid())) pids.push_back(p);
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
@@ -295,12 +254,12 @@ void Runner::forward_signal(int sig) {
     if (p != ::getpid()) ::kill(p, sig);
 }
 
-// Everything memgate started, by cgroup and by process tree: no build
-// process is left (SPEC "Abort").
+// Everything memgate started, by cgroup and by process tree: after an
+// abort no build process is left running.
 void Runner::kill_everything() {
   killed_all_ = true;
   for (int round = 0; round < 3; ++round) {
-    if (confine_) confine_->kill_all();
+    cgroups_->kill_all();
     std::vector<pid_t> pids = platform::process_tree(::getpid());
     bool any = false;
     for (pid_t p : pids) {
@@ -313,24 +272,36 @@ void Runner::kill_everything() {
   }
 }
 
-// Processes still in the build cgroup once the build has ended are
-// daemons it started (a compiler cache server, say). They are not ours to
-// kill: move them to memgate's own cgroup so ours can be removed.
 void Runner::end_leftovers() {
   reap_children();
-  if (!confine_ || abort_signal_) return;
-  auto self = platform::Cgroup::self(layout_);
-  std::vector<pid_t> left = confine_->all_processes();
-  for (pid_t p : left) self.add_process(p);
-  if (!left.empty()) log::info("{} process(es) the build started keep running outside memgate's cgroup", left.size());
+  if (abort_signal_) return;
+  if (std::size_t n = cgroups_->release_leftovers())
+    log::info("{} process(es) the build started keep running outside memgate's cgroup", n);
 }
 
-void Runner::teardown() {
+// The end, whether the build ran or could not start: its record, the
+// summary and reports, then the cgroups and the socket go.
+void Runner::finish() {
   if (status_) status_->finish();
-  if (confine_) {
-    if (abort_signal_) confine_->kill_all();
-    if (auto st = confine_->remove(); !st) log::warn("cannot remove the build's cgroup: {}", st.error());
+  if (build_pid_ >= 0) {
+    exit_status_ = abort_signal_ ? 128 + abort_signal_ : shell_status(build_wait_status_);
+    Recorder::Totals t;
+    t.end_unix = recorder_.start_unix() + now();
+    t.exit_status = exit_status_;
+    t.capacity = budget_.capacity;
+    t.budget = budget_.budget;
+    t.slots = slots_;
+    t.cgroup_peak = cgroups_->peak().value_or(0);
+    t.counters = gov_->counters();
+    const ServerCounters& sc = server_->counters();
+    t.counters[Counter::wrapper_connections] = static_cast<std::int64_t>(sc.accepted);
+    t.counters[Counter::refused_uid] = static_cast<std::int64_t>(sc.refused_uid);
+    t.counters[Counter::dropped_malformed] = static_cast<std::int64_t>(sc.dropped_malformed);
+    t.events = gov_->events();
+    BuildRecord b = recorder_.build_record(t);
+    publish(b, history_.get(), cgroups_->degraded(), opt_.quiet, opt_.report_html, opt_.trace_json);
   }
+  cgroups_->remove(abort_signal_ != 0);
   server_.reset();
   if (!private_dir_.empty()) remove_private_dir(private_dir_);
 }

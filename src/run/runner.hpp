@@ -19,9 +19,10 @@ struct RunOptions {
   bool quiet = false;
 };
 
-// Runs the build to completion and returns `run`'s exit status (SPEC):
-// the build's own status, 128+signal, 125 if memgate could not start it,
-// 127 if the command was not found.
+// Runs the build to completion and returns `run`'s exit status, which
+// scripts rely on: the build's own status, 128+signal, 125 if memgate could
+// not start it, 126 if the command cannot be executed, 127 if it was not
+// found.
 int run_build(const RunOptions& options);
 
 }  // namespace memgate

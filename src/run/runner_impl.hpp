@@ -1,5 +1,7 @@
-// The runner's insides, shared by runner.cpp (setup, the loop, teardown)
-// and runner_jobs.cpp (one job's messages, the tick, the decisions).
+// The runner's insides, shared by runner.cpp (the steps, the event loop,
+// signals and the build process) and runner_jobs.cpp (one job's messages
+// and the tick). The cgroups live in Confinement, the records in Recorder;
+// the Runner is the loop that connects them to the Governor.
 #pragma once
 
 #include <chrono>
@@ -10,21 +12,21 @@
 #include <vector>
 
 #include "core/capacity.hpp"
-#include "core/job.hpp"
 #include "governor/governor.hpp"
 #include "history/history.hpp"
-#include "platform/cgroup.hpp"
 #include "predict/predictor.hpp"
 #include "report/status.hpp"
+#include "run/confinement.hpp"
 #include "run/job_exec.hpp"
+#include "run/job_server.hpp"
+#include "run/recorder.hpp"
 #include "run/runner.hpp"
 #include "wrap/protocol.hpp"
-#include "wrap/server.hpp"
 
 namespace memgate {
 
-// One wrapper connection, which is one job.
-struct LiveJob {
+// The runner's side of one wrapper connection, which is one job.
+struct ConnectedJob {
   ConnId conn = 0;
   JobId id = 0;
   RequestMsg req;
@@ -43,16 +45,14 @@ class Runner {
   int run();
 
  private:
-  // Setup and teardown (runner.cpp), in the order run() calls them.
+  // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
   void open_history();
   bool start_server();
-  void setup_cgroups();
   bool start_build();
   void main_loop();
   void end_leftovers();
-  void teardown();
-  void save_and_report();
+  void finish();
 
   // Signals and processes (runner.cpp).
   void handle_signals();
@@ -61,7 +61,7 @@ class Runner {
   void kill_everything();
   void forward_signal(int sig);
 
-  // Jobs (runner_jobs.cpp).
+  // Jobs and the tick (runner_jobs.cpp).
   void on_message(ConnId conn, const Message& m);
   void on_closed(ConnId conn);
   void on_request(ConnId conn, const RequestMsg& m);
@@ -70,41 +70,28 @@ class Runner {
   void schedule();
   void tick();
   void sample_jobs();
-  MemoryView read_memory();
   void apply(const Decisions& d);
-  void grant(LiveJob& job);
+  void grant(ConnectedJob& job);
   void log_new_events();
-  JobRecord make_record(const LiveJob& job, const ExitMsg& exit);
   StatusSnapshot snapshot() const;
-  LiveJob* by_job(JobId id);
+  ConnectedJob* by_job(JobId id);
 
   double now() const;
 
   RunOptions opt_;
   std::chrono::steady_clock::time_point t0_;
-  double start_unix_ = 0;
-  std::string cwd_;
-  std::string command_;
 
-  // The machine.
+  // The machine and the parts.
   Capacity cap_;
   Budget budget_;
   int slots_ = 1;
-  platform::CgroupLayout layout_;
-  std::optional<platform::Cgroup> confine_;    // memgate-<pid>: limit, job cgroups below
-  std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
-  std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
-  bool confined_ = false;
-  // What this run lacks (no confinement, SIGSTOP instead of a freezer...),
-  // said in the summary so a degraded run never looks like a normal one.
-  std::vector<std::string> degraded_;
-
-  // The parts.
+  std::optional<Confinement> cgroups_;
+  Recorder recorder_;
   std::unique_ptr<History> history_;
   Predictor predictor_;
   std::unique_ptr<Governor> gov_;
   std::optional<JobServer> server_;
-  std::string private_dir_, socket_path_;
+  std::string private_dir_;
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 
@@ -117,19 +104,13 @@ class Runner {
   bool killed_all_ = false;
   int exit_status_ = 0;
 
-  // Jobs.
-  std::map<ConnId, LiveJob> live_;
+  // Jobs, and what the tick last measured.
+  std::map<ConnId, ConnectedJob> live_;
   std::map<JobId, ConnId> conn_of_;
-  std::vector<JobRecord> finished_;
-  std::map<JobId, int> record_index_;
   size_t events_seen_ = 0;
-
-  // Measurements.
   MemoryView view_;
-  Bytes peak_used_ = 0;
-  std::vector<MemSample> memory_series_;
   double next_tick_ = 0;
-  int known_total_ = 0;
+  int known_total_ = 0;  // jobs of the last build of this command, from history
   double last_wall_ = 0;
 };
 

@@ -7,12 +7,8 @@
 
 #include <fmt/core.h>
 
-#include "platform/meminfo.hpp"
-#include "platform/psi.hpp"
-#include "predict/identity.hpp"
 #include "predict/profile.hpp"
 #include "run/build_process.hpp"
-#include "run/record.hpp"
 #include "run/runner_impl.hpp"
 #include "util/log.hpp"
 
@@ -20,9 +16,14 @@ namespace memgate {
 
 namespace {
 constexpr size_t kMaxLiveSamples = 4096;  // per attempt, before thinning
+// The tick: measure, decide, act. Faster when the build is near its
+// limit, where a job can grow past the freeze threshold between ticks.
+constexpr double kTick_s = 0.1;
+constexpr double kFastTick_s = 0.02;
+constexpr double kFastTickAbove = 0.85;  // of the effective limit
 }  // namespace
 
-LiveJob* Runner::by_job(JobId id) {
+ConnectedJob* Runner::by_job(JobId id) {
   auto it = conn_of_.find(id);
   if (it == conn_of_.end()) return nullptr;
   auto jt = live_.find(it->second);
@@ -50,11 +51,11 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   key.klass = m.klass;
   key.stem = m.stem;
   key.cpu_weight = std::max(1, m.cpu_weight);
-  LiveJob job;
+  ConnectedJob job;
   job.conn = conn;
   job.req = m;
   job.id = gov_->submit(key, now());
-  job.exec = std::make_unique<JobExec>(confine_, build_leaf_, job.id);
+  job.exec = std::make_unique<JobExec>(cgroups_->job_parent(), cgroups_->build_leaf(), job.id);
   conn_of_[job.id] = conn;
   live_.emplace(conn, std::move(job));
   if (!abort_signal_) schedule();
@@ -70,7 +71,7 @@ void Runner::on_started(ConnId conn, const StartedMsg& m) {
 void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   auto it = live_.find(conn);
   if (it == live_.end() || it->second.done) return;
-  LiveJob& job = it->second;
+  ConnectedJob& job = it->second;
   JobMemory mem = job.exec->sample();
   gov_->sample(job.id, 0, mem.peak, now());
   ExitKind kind = ExitKind::finished;
@@ -80,14 +81,12 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   job.exec->end_attempt();
   job.killed_by_us = false;
   job.current = 0;
-  // Killed attempts teach the predictor too: what they reached is a floor.
-  JobRecord rec = make_record(job, m);
-  predictor_.observe(rec);
-  gov_->repredict_waiting();
+  AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, m.cpu_s, shell_status(m.status)};
+  JobRecord rec = Recorder::make_record(gov_->job(job.id), attempt, now());
+  gov_->learn(rec);
   if (!rerun) {
     job.done = true;
-    record_index_[job.id] = static_cast<int>(finished_.size());
-    finished_.push_back(std::move(rec));
+    recorder_.finish(job.id, std::move(rec));
   }
   server_->send(conn, VerdictMsg{rerun});
   schedule();
@@ -96,7 +95,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
 void Runner::on_closed(ConnId conn) {
   auto it = live_.find(conn);
   if (it == live_.end()) return;
-  LiveJob& job = it->second;
+  ConnectedJob& job = it->second;
   if (!job.done) {
     // The wrapper is gone without a verdict: whatever it started is an
     // orphan nobody will wait for.
@@ -116,7 +115,7 @@ void Runner::schedule() {
   log_new_events();
 }
 
-void Runner::grant(LiveJob& job) {
+void Runner::grant(ConnectedJob& job) {
   GrantMsg g;
   g.job = job.id;
   g.attempt = gov_->job(job.id).attempts;
@@ -129,16 +128,16 @@ void Runner::grant(LiveJob& job) {
 
 void Runner::apply(const Decisions& d) {
   for (JobId id : d.kill)
-    if (LiveJob* j = by_job(id)) {
+    if (ConnectedJob* j = by_job(id)) {
       j->killed_by_us = true;
       j->exec->kill();
     }
   for (JobId id : d.freeze)
-    if (LiveJob* j = by_job(id); !j || !j->exec->freeze(true)) gov_->freeze_failed(id);
+    if (ConnectedJob* j = by_job(id); !j || !j->exec->freeze(true)) gov_->freeze_failed(id);
   for (JobId id : d.thaw)
-    if (LiveJob* j = by_job(id)) j->exec->freeze(false);
+    if (ConnectedJob* j = by_job(id)) j->exec->freeze(false);
   for (JobId id : d.admit)
-    if (LiveJob* j = by_job(id)) grant(*j);
+    if (ConnectedJob* j = by_job(id)) grant(*j);
 }
 
 void Runner::sample_jobs() {
@@ -155,35 +154,13 @@ void Runner::sample_jobs() {
   }
 }
 
-// The build's memory, the rest of the machine's, and stalls. Page cache
-// that the kernel can drop (inactive file pages) is not counted as used.
-MemoryView Runner::read_memory() {
-  MemoryView v;
-  Bytes jobs = 0;
-  for (const auto& [conn, job] : live_) jobs += job.current;
-  v.build_used = jobs;
-  if (confine_) {
-    if (auto u = confine_->usage()) v.build_used = std::max<Bytes>(0, *u - confine_->inactive_file().value_or(0));
-  }
-  std::optional<Bytes> total;
-  if (capacity_cg_) {
-    if (auto u = capacity_cg_->usage()) total = std::max<Bytes>(0, *u - capacity_cg_->inactive_file().value_or(0));
-  }
-  if (!total) {
-    if (auto mi = platform::read_meminfo(); mi && mi->total && mi->available) total = *mi->total - *mi->available;
-  }
-  v.outside = total ? std::max<Bytes>(0, *total - v.build_used) : 0;
-  if (auto psi = platform::read_psi(); psi && psi->full) v.psi_full_avg10 = psi->full->avg10;
-  return v;
-}
-
 void Runner::tick() {
   double t = now();
   sample_jobs();
-  view_ = read_memory();
-  peak_used_ = std::max(peak_used_, view_.build_used);
-  memory_series_.push_back(MemSample{t, view_.build_used});
-  if (memory_series_.size() > 20000) memory_series_ = downsample_profile(memory_series_, 10000);
+  Bytes jobs_current = 0;
+  for (const auto& [conn, job] : live_) jobs_current += job.current;
+  view_ = to_view(cgroups_->read(jobs_current));
+  recorder_.sample_memory(t, view_.build_used);
   if (!abort_signal_) {
     apply(gov_->step(view_, t));
     log_new_events();
@@ -192,18 +169,18 @@ void Runner::tick() {
   }
   if (status_) status_->update(snapshot(), t);
   Bytes limit = gov_->effective_limit(view_);
-  bool tight = limit > 0 && view_.build_used * 100 >= limit * 85;
-  next_tick_ = t + (tight ? 0.02 : 0.1);
+  bool tight = limit > 0 && static_cast<double>(view_.build_used) >= kFastTickAbove * static_cast<double>(limit);
+  next_tick_ = t + (tight ? kFastTick_s : kTick_s);
 }
 
 void Runner::log_new_events() {
   const auto& events = gov_->events();
   for (; events_seen_ < events.size(); ++events_seen_) {
     const GovEvent& e = events[events_seen_];
-    if (e.kind == "overshoot") continue;  // routine; counted, shown in reports
+    if (e.kind == EventKind::overshoot) continue;  // routine; counted, shown in reports
     std::string who;
     if (e.job >= 0) who = fmt::format(" job {} ({})", e.job, gov_->job(e.job).key.identity);
-    log::info("{}{}: {}", e.kind, who, e.reason);
+    log::info("{}{}: {}", name(e.kind), who, e.reason);
   }
 }
 

@@ -1,14 +1,15 @@
-// The wire protocol between a wrapper and the governor (`memgate run`).
+// The wire protocol between a wrapper and the runner (the `memgate run`
+// process; its Governor class only decides, it never touches the wire).
 //
 // A frame is a 4-byte little-endian payload length followed by the
 // payload, a JSON object whose "type" names the message. One wrapper
 // connection carries one job:
 //
-//   wrapper -> governor   request   what is about to run
-//   governor -> wrapper   grant     start now (join these cgroups first)
-//   wrapper -> governor   started   the child's pid
-//   wrapper -> governor   exit      how the attempt ended, with measurements
-//   governor -> wrapper   verdict   rerun (wait for another grant) or done
+//   wrapper -> runner     request   what is about to run
+//   runner  -> wrapper    grant     start now (join these cgroups first)
+//   wrapper -> runner     started   the child's pid
+//   wrapper -> runner     exit      how the attempt ended, with measurements
+//   runner  -> wrapper    verdict   rerun (wait for another grant) or done
 //
 // Anything else on the wire (a length over kMaxFrame, a zero length, bad
 // JSON, an unknown type, a missing or wrongly typed field) is a protocol

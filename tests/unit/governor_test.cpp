@@ -14,6 +14,7 @@ namespace {
 struct Fixture {
   std::map<std::string, Prediction> preds;
   Prediction fallback;
+  std::vector<std::string> learned;  // identities of the records learn() passed on
   GovernorConfig cfg;
   std::unique_ptr<Governor> gov;
 
@@ -25,10 +26,13 @@ struct Fixture {
   }
   Governor& g() {
     if (!gov)
-      gov = std::make_unique<Governor>(cfg, [this](const JobKey& k) {
-        auto it = preds.find(k.identity);
-        return it == preds.end() ? fallback : it->second;
-      });
+      gov = std::make_unique<Governor>(
+          cfg,
+          [this](const JobKey& k) {
+            auto it = preds.find(k.identity);
+            return it == preds.end() ? fallback : it->second;
+          },
+          [this](const JobRecord& r) { learned.push_back(r.key.identity); });
     return *gov;
   }
   JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
@@ -59,8 +63,8 @@ TEST(Governor, OneJobAlwaysStartsWhenNothingRuns) {
   JobId big = f.submit("big", 4 * GiB);
   Decisions d = f.g().step(used(0), 0);
   ASSERT_EQ(d.admit, std::vector<JobId>{big});
-  EXPECT_EQ(f.g().counters().at("ran_alone"), 1);
-  EXPECT_EQ(f.g().events().back().kind, "alone");
+  EXPECT_EQ(f.g().counters().at(Counter::ran_alone), 1);
+  EXPECT_EQ(f.g().events().back().kind, EventKind::alone);
 }
 
 TEST(Governor, BigJobRunsAloneAfterTheJobsThatFit) {
@@ -73,7 +77,7 @@ TEST(Governor, BigJobRunsAloneAfterTheJobsThatFit) {
   f.g().exited(small, ExitKind::finished, 0, 2);
   d = f.g().step(used(0), 2);
   EXPECT_EQ(d.admit, std::vector<JobId>{big});
-  EXPECT_EQ(f.g().counters().at("ran_alone"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::ran_alone), 1);
   JobId late = f.submit("late", 100 * MiB, 1, 1, 3);
   EXPECT_FALSE(contains(f.g().step(used(0), 3).admit, late)) << "nothing runs beside a job bigger than the budget";
 }
@@ -85,7 +89,7 @@ TEST(Governor, AdmitsOnlyWhatPredictedMemoryAllows) {
   EXPECT_EQ(d.admit, (std::vector<JobId>{a, b}));
   EXPECT_TRUE(f.g().job(c).blocked_by_memory);
   EXPECT_EQ(f.g().counts().waiting_memory, 1);
-  EXPECT_EQ(f.g().counters().at("waited_for_memory"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::waited_for_memory), 1);
   f.g().exited(a, ExitKind::finished, 0, 1);
   d = f.g().step(used(0), 1);
   EXPECT_EQ(d.admit, std::vector<JobId>{c});
@@ -216,7 +220,7 @@ TEST(Governor, AJobThatOutgrowsItsPredictionReservesMore) {
   f.g().step(used(0), 0);
   f.g().sample(a, 2 * GiB, 2 * GiB, 1);
   EXPECT_GT(f.g().reservation(f.g().job(a), 1), 2 * GiB);
-  EXPECT_EQ(f.g().counters().at("overshoot"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::overshoot), 1);
 }
 
 namespace {
@@ -241,7 +245,7 @@ TEST(GovernorPressure, FreezesTheNewestJobWhenMemoryRunsShort) {
   Decisions d = f.g().step(used(3950 * MiB), 1);
   EXPECT_EQ(d.freeze, std::vector<JobId>{f.c});
   EXPECT_EQ(f.g().job(f.c).state, JobState::frozen);
-  EXPECT_EQ(f.g().counters().at("frozen"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::frozen), 1);
 }
 
 TEST(GovernorPressure, FreezesRespectACooldown) {
@@ -306,8 +310,8 @@ TEST(GovernorPressure, KillsTheNewestJobAndRequeuesItWithMoreMemory) {
   const GovJob& c = f.g().job(f.c);
   EXPECT_EQ(c.state, JobState::waiting);
   EXPECT_GE(c.peak_floor, 1500 * MiB);
-  EXPECT_EQ(f.g().counters().at("requeued"), 1);
-  EXPECT_EQ(c.attempt_log.back().outcome, "requeued");
+  EXPECT_EQ(f.g().counters().at(Counter::requeued), 1);
+  EXPECT_EQ(c.attempt_log.back().outcome, Outcome::requeued);
 }
 
 TEST(GovernorPressure, NeverKillsTheOnlyJob) {
@@ -331,8 +335,8 @@ TEST(GovernorPressure, KernelOomKillsAreRerunButBounded) {
     EXPECT_EQ(rerun, attempt < 3) << attempt;
   }
   EXPECT_EQ(f.g().job(a).state, JobState::done);
-  EXPECT_EQ(f.g().counters().at("oom_killed"), 3);
-  EXPECT_EQ(f.g().counters().at("failed"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::oom_killed), 3);
+  EXPECT_EQ(f.g().counters().at(Counter::failed), 1);
 }
 
 TEST(GovernorPressure, ThrashingFreezesAndStopsAdmissionUntilItClears) {
@@ -357,14 +361,14 @@ TEST(Governor, CountsTimeHeldBackByMemoryAndByCpu) {
   f.submit("b", 800 * MiB);
   f.g().step(used(0), 0);  // a runs, b waits for the CPU slot
   f.g().step(used(0), 2);
-  EXPECT_EQ(f.g().counters().at("cpu_bound_ms"), 2000);
+  EXPECT_EQ(f.g().counters().at(Counter::cpu_bound_ms), 2000);
   Fixture m(1 * GiB, 4);
   m.submit("a", 800 * MiB);
   m.submit("b", 800 * MiB);
   m.g().step(used(0), 0);
   m.g().step(used(0), 3);
-  EXPECT_EQ(m.g().counters().at("memory_bound_ms"), 3000);
-  EXPECT_EQ(m.g().counters().at("wait_memory_ms"), 3000);
+  EXPECT_EQ(m.g().counters().at(Counter::memory_bound_ms), 3000);
+  EXPECT_EQ(m.g().counters().at(Counter::wait_memory_ms), 3000);
 }
 
 TEST(Governor, WaitingJobsPickUpBetterPredictions) {
@@ -373,8 +377,11 @@ TEST(Governor, WaitingJobsPickUpBetterPredictions) {
   JobId b = f.submit("b", 1536 * MiB);
   f.g().step(used(0), 0);
   EXPECT_EQ(f.g().job(b).state, JobState::waiting);
-  f.preds["b"].peak = 300 * MiB;
-  f.g().repredict_waiting();
+  f.preds["b"].peak = 300 * MiB;  // what the predictor will say once it has learned
+  JobRecord finished;
+  finished.key.identity = "a";
+  f.g().learn(finished);
+  EXPECT_EQ(f.learned, std::vector<std::string>{"a"});
   Decisions d = f.g().step(used(0), 1);
   EXPECT_EQ(d.admit, std::vector<JobId>{b});
   (void)a;
@@ -398,7 +405,7 @@ TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
   f.g().step(used(0), 0);
   EXPECT_FALSE(f.g().exited(b, ExitKind::lost, -1, 1));
   EXPECT_EQ(f.g().job(b).state, JobState::done);
-  EXPECT_EQ(f.g().counters().at("cancelled"), 1);
+  EXPECT_EQ(f.g().counters().at(Counter::cancelled), 1);
   f.g().exited(a, ExitKind::finished, 0, 2);
   EXPECT_TRUE(f.g().step(used(0), 2).admit.empty());
 }

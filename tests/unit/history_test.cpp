@@ -53,7 +53,7 @@ JobRecord sample_job(int i) {
            "k" + std::to_string(i), 2};
   j.argv_digest = "0123456789abcdef";
   j.cwd = "/tmp/pip-req-build-x/build";
-  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, "similar"};
+  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, PredictionSource::similar};
   j.submit_s = 1.125 + i;
   j.start_s = 2.5 + i;
   j.end_s = 130.0625 + i;
@@ -66,7 +66,7 @@ JobRecord sample_job(int i) {
   j.after_peak_bytes = 1646000000;
   j.exit_status = i == 2 ? 1 : 0;
   j.attempts = 2;
-  j.attempt_log = {{2.5, 20.0, "oom", 3 * GiB}, {21.0, 130.0625 + i, "ok", 4263821312 + i}};
+  j.attempt_log = {{2.5, 20.0, Outcome::oom, 3 * GiB}, {21.0, 130.0625 + i, Outcome::ok, 4263821312 + i}};
   j.profile = {{0, 104316928}, {1.5, 519000000}, {19, 4264636416}, {107.03, 438000000}};
   return j;
 }
@@ -83,9 +83,10 @@ BuildRecord sample_build(const std::string& cwd = "/home/dev/flash-attention",
   b.budget = 28 * GiB;
   b.slots = 8;
   b.peak_bytes = 25 * GiB + 12345;
-  b.counters = {{"admitted", 5}, {"oom_killed", 1}, {"wait_memory_ms", 61500}};
+  b.counters = {{Counter::admitted, 5}, {Counter::oom_killed, 1}, {Counter::wait_memory_ms, 61500}};
   b.memory = {{0, 100}, {0.5, 2 * GiB}, {300.5, 1 * GiB}};
-  b.events = {{12.5, "freeze", 1, "PSI some avg10 31%"}, {14, "thaw", 1, "memory back"}, {99, "pressure", -1, ""}};
+  b.events = {{12.5, EventKind::freeze, 1, "PSI some avg10 31%"}, {14, EventKind::thaw, 1, "memory back"},
+              {99, EventKind::pressure, -1, ""}};
   for (int i = 0; i < jobs; ++i) b.jobs.push_back(sample_job(i));
   return b;
 }

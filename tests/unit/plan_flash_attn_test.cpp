@@ -23,7 +23,7 @@ struct Case {
   int threads, targets;
 };
 
-struct Outcome {
+struct PlanOutcome {
   Case c;
   PlanResult plan;
   std::vector<PlanJob> jobs;
@@ -37,12 +37,12 @@ const std::vector<MeasuredJob>& table() {
   return rows;
 }
 
-Outcome plan_for(Case c) {
+PlanOutcome plan_for(Case c) {
   auto w = workload_from_measurements(table(), NvccShape{c.threads, c.targets});
   EXPECT_TRUE(w.ok());
   PlanOptions o;
   o.rows = false;  // the recommendation and memgate's run are what this test reads
-  Outcome out{c, make_plan(w->jobs, machine_with(c.cores, c.memory), o), w->jobs};
+  PlanOutcome out{c, make_plan(w->jobs, machine_with(c.cores, c.memory), o), w->jobs};
   const PlanResult& r = out.plan;
   fmt::print("  {:>3} cores {:>8} --threads {} x {} target(s): -j {:>3} ({:>6} static), memgate {:>6}, peak {}\n",
              c.cores, format_bytes(c.memory), c.threads, c.targets,
@@ -51,7 +51,7 @@ Outcome plan_for(Case c) {
   return out;
 }
 
-Bytes worst_peak(const Outcome& o, int n) {
+Bytes worst_peak(const PlanOutcome& o, int n) {
   std::vector<int> recorded(o.jobs.size());
   std::iota(recorded.begin(), recorded.end(), 0);
   Bytes worst = peak_memory(o.jobs, simulate_static(o.jobs, recorded, n, o.c.cores).traces);
@@ -61,7 +61,7 @@ Bytes worst_peak(const Outcome& o, int n) {
 }
 
 // What must hold on any machine.
-void check(const Outcome& o) {
+void check(const PlanOutcome& o) {
   SCOPED_TRACE(testing::Message() << o.c.cores << " cores, " << format_bytes(o.c.memory) << ", --threads "
                                   << o.c.threads << " x " << o.c.targets);
   const PlanResult& r = o.plan;
@@ -80,13 +80,13 @@ TEST(PlanFlashAttn, On128CoresAnd432GiBTheAnswerMovesWithMemoryCoresAndThreads) 
   ASSERT_EQ(table().size(), 25u);
   fmt::print("flash-attn 2.8, 96 kernels:\n");
   // One target (sm80), --threads 1: ~6.5 GiB at most per job.
-  Outcome base = plan_for({128, 432 * GiB, 1, 1});
+  PlanOutcome base = plan_for({128, 432 * GiB, 1, 1});
   // A 4-arch list with flash-attn's default --threads 4: four pipelines per job.
-  Outcome t4 = plan_for({128, 432 * GiB, 4, 4});
-  Outcome t4_864 = plan_for({128, 864 * GiB, 4, 4});
-  Outcome t4_64 = plan_for({64, 432 * GiB, 4, 4});
-  Outcome t1x4 = plan_for({128, 432 * GiB, 1, 4});
-  for (const Outcome* o : {&base, &t4, &t4_864, &t4_64, &t1x4}) check(*o);
+  PlanOutcome t4 = plan_for({128, 432 * GiB, 4, 4});
+  PlanOutcome t4_864 = plan_for({128, 864 * GiB, 4, 4});
+  PlanOutcome t4_64 = plan_for({64, 432 * GiB, 4, 4});
+  PlanOutcome t1x4 = plan_for({128, 432 * GiB, 1, 4});
+  for (const PlanOutcome* o : {&base, &t4, &t4_864, &t4_64, &t1x4}) check(*o);
 
   // One target fits almost all 96 jobs at once in 432 GiB.
   EXPECT_GE(*base.plan.recommended, 64);

@@ -185,7 +185,7 @@ TEST(PlanMemgate, RunsWhatFitsTheBudgetAndNeverExceedsIt) {
   EXPECT_EQ(run.failed, 0);
   EXPECT_NEAR(run.wall_s, 20, 1e-6);
   EXPECT_NEAR(run.peak, 6 * GiB, 1024);
-  EXPECT_EQ(run.counters.at("admitted"), 4);
+  EXPECT_EQ(get(run.counters, Counter::admitted), 4);
 }
 
 TEST(PlanMemgate, StartsJobsInTheMemoryAJobPastItsPeakGaveBack) {
@@ -205,7 +205,7 @@ TEST(PlanMemgate, StartsJobsInTheMemoryAJobPastItsPeakGaveBack) {
   // and 122-222. Serialised would take 400 s.
   EXPECT_NEAR(run.wall_s, 222, 1.0);
   EXPECT_LE(run.peak, m.budget());
-  EXPECT_EQ(run.counters.count("oom_killed") ? run.counters.at("oom_killed") : 0, 0);
+  EXPECT_EQ(get(run.counters, Counter::oom_killed), 0);
 }
 
 TEST(PlanMemgate, AnUnderpredictedJobIsFrozenOrKilledAndTheBuildStillFinishes) {
@@ -217,8 +217,7 @@ TEST(PlanMemgate, AnUnderpredictedJobIsFrozenOrKilledAndTheBuildStillFinishes) {
   EXPECT_TRUE(run.finished);
   EXPECT_EQ(run.failed, 0);
   std::int64_t acted = 0;
-  for (const char* c : {"frozen", "requeued", "oom_killed"})
-    if (run.counters.count(c)) acted += run.counters.at(c);
+  for (Counter c : {Counter::frozen, Counter::requeued, Counter::oom_killed}) acted += get(run.counters, c);
   EXPECT_GT(acted, 0);
   EXPECT_GE(run.wall_s, 40);
 }

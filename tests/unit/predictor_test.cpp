@@ -38,7 +38,7 @@ JobRecord record(const JobKey& key, Bytes peak, int exit_status = 0) {
   r.cpu_s = 95;
   r.peak_over_frac = 0.25;
   r.after_peak_bytes = peak / 4;
-  r.attempt_log.push_back({10, 110, exit_status == 0 ? "ok" : "failed", peak});
+  r.attempt_log.push_back({10, 110, exit_status == 0 ? Outcome::ok : Outcome::failed, peak});
   return r;
 }
 
@@ -67,12 +67,12 @@ TEST(Predictor, DefaultsAreConservativePerTool) {
   EXPECT_EQ(d("rustc", "rustc:compile").peak, 2 * GiB);
   EXPECT_EQ(d("frobnicate", "frobnicate:link").peak, 1 * GiB);
   auto p = d("nvcc", "nvcc:compile");
-  EXPECT_EQ(p.source, "default");
+  EXPECT_EQ(p.source, PredictionSource::fallback);
   EXPECT_EQ(p.confidence, 0);
   EXPECT_EQ(p.peak_over_frac, 1.0);  // never release a guess early
   Predictor empty;
   EXPECT_EQ(empty.predict(key_for("x")).peak, 4 * GiB);
-  EXPECT_EQ(empty.predict(key_for("x")).source, "default");
+  EXPECT_EQ(empty.predict(key_for("x")).source, PredictionSource::fallback);
 }
 
 TEST(Predictor, OwnHistoryWinsOverSimilarJobs) {
@@ -81,7 +81,7 @@ TEST(Predictor, OwnHistoryWinsOverSimilarJobs) {
   auto mine = key_for("flash_bwd_small");
   p.add_history(record(mine, 300 * MB));
   auto pred = p.predict(mine);
-  EXPECT_EQ(pred.source, "history");
+  EXPECT_EQ(pred.source, PredictionSource::history);
   EXPECT_GE(pred.peak, 300 * MB);
   EXPECT_LE(pred.peak, 330 * MB);  // a small margin, not the neighbours' 6 GB
   EXPECT_DOUBLE_EQ(pred.wall_s, 100);
@@ -131,14 +131,14 @@ TEST(Predictor, FailedRunsCountLess) {
   p.add_history(record(k, 1000 * MB));
   p.add_history(record(k, 3000 * MB, /*exit_status=*/1));
   auto pred = p.predict(k);
-  EXPECT_EQ(pred.source, "history");
+  EXPECT_EQ(pred.source, PredictionSource::history);
   EXPECT_LT(pred.peak, 2000 * MB);
   EXPECT_GE(pred.peak, 1000 * MB);
 
   // Only failed runs: they are a floor, not the answer.
   auto only_failed = key_for("never_built", "g++:compile");
   p.add_history(record(only_failed, 100 * MB, 1));
-  EXPECT_EQ(p.predict(only_failed).source, "default");
+  EXPECT_EQ(p.predict(only_failed).source, PredictionSource::fallback);
   EXPECT_EQ(p.predict(only_failed).peak, 1 * GiB);
 }
 
@@ -146,16 +146,16 @@ TEST(Predictor, KilledAttemptIsAFloorForTheRetry) {
   Predictor p;
   auto k = key_for("oom_victim");
   JobRecord killed = record(k, 5000 * MB, 137);
-  killed.attempt_log.back().outcome = "oom";
+  killed.attempt_log.back().outcome = Outcome::oom;
   p.observe(killed);
   EXPECT_GE(p.predict(k).peak, 6250 * MB);  // it needed more than it got
   JobRecord requeued = record(key_for("frozen_then_killed"), 9 * GiB, 0);
-  requeued.attempt_log.back().outcome = "requeued";
+  requeued.attempt_log.back().outcome = Outcome::requeued;
   p.observe(requeued);
   EXPECT_GE(p.predict(requeued.key).peak, 9 * GiB);
   // Once it completes, the complete run is the answer again.
   p.observe(record(k, 5500 * MB));
-  EXPECT_EQ(p.predict(k).source, "history");
+  EXPECT_EQ(p.predict(k).source, PredictionSource::history);
   EXPECT_GE(p.predict(k).peak, 5500 * MB);
   EXPECT_LE(p.predict(k).peak, 6000 * MB);
 }
@@ -170,11 +170,11 @@ TEST(Predictor, SimilarStemsShareTheirPeaks) {
   p.add_history(record(key_for("flash_fwd_hdim32_fp16_sm80"), 3300 * MB));
 
   auto bwd = p.predict(key_for("flash_bwd_hdim128_bf16_causal_sm80"));
-  EXPECT_EQ(bwd.source, "similar");
+  EXPECT_EQ(bwd.source, PredictionSource::similar);
   EXPECT_GE(bwd.peak, 6260 * MB);  // the flash_bwd_hdim128 neighbour
   EXPECT_LE(bwd.peak, 6370 * MB);
   auto fwd = p.predict(key_for("flash_fwd_hdim256_bf16_sm80"));
-  EXPECT_EQ(fwd.source, "similar");
+  EXPECT_EQ(fwd.source, PredictionSource::similar);
   EXPECT_GE(fwd.peak, 3680 * MB);  // a high quantile of the forward kernels only
   EXPECT_LE(fwd.peak, 4260 * MB);
   EXPECT_DOUBLE_EQ(fwd.peak_over_frac, 0.25);
@@ -187,7 +187,7 @@ TEST(Predictor, OtherArchsOfTheSameStemScaleByWeight) {
   p.add_history(record(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB));
   auto two_archs = key_for("flash_bwd_hdim128_fp16_sm80", "nvcc:compile[sm_80,sm_90]", 2);
   auto pred = p.predict(two_archs);
-  EXPECT_EQ(pred.source, "similar");
+  EXPECT_EQ(pred.source, PredictionSource::similar);
   EXPECT_EQ(pred.peak, 2 * 6370 * MB);  // measured: 12.6 GB
 }
 
@@ -198,7 +198,7 @@ TEST(Predictor, OwnHistoryScalesWhenThreadsChange) {
   auto t4 = t1;
   t4.cpu_weight = 2;  // --threads 4 now runs both archs at once
   auto pred = p.predict(t4);
-  EXPECT_EQ(pred.source, "history");
+  EXPECT_EQ(pred.source, PredictionSource::history);
   EXPECT_GE(pred.peak, 2 * 6370 * MB);
   EXPECT_LE(pred.peak, 2 * 6370 * MB * 11 / 10);
 }
@@ -206,18 +206,18 @@ TEST(Predictor, OwnHistoryScalesWhenThreadsChange) {
 TEST(Predictor, LearnsFromThisBuild) {
   Predictor p;
   auto fresh = key_for("main", "c++:compile");
-  EXPECT_EQ(p.predict(fresh).source, "default");
+  EXPECT_EQ(p.predict(fresh).source, PredictionSource::fallback);
   p.observe(record(key_for("alpha", "c++:compile"), 200 * MB));
   auto after_one = p.predict(fresh);
-  EXPECT_EQ(after_one.source, "build");
+  EXPECT_EQ(after_one.source, PredictionSource::build);
   EXPECT_LT(after_one.peak, 1 * GiB);  // moved off the default...
   EXPECT_GT(after_one.peak, 250 * MB);  // ...but with a margin: one job is weak evidence
   for (const char* s : {"beta", "gamma", "delta", "epsilon"}) p.observe(record(key_for(s, "c++:compile"), 200 * MB));
   auto learned = p.predict(fresh);
-  EXPECT_EQ(learned.source, "build");
+  EXPECT_EQ(learned.source, PredictionSource::build);
   EXPECT_EQ(learned.peak, 200 * MB);
   // Another klass learns nothing from it.
-  EXPECT_EQ(p.predict(key_for("main", "nvcc:compile[sm_80]")).source, "default");
+  EXPECT_EQ(p.predict(key_for("main", "nvcc:compile[sm_80]")).source, PredictionSource::fallback);
 }
 
 TEST(Predictor, MixedClassUsesAHighQuantileNotTheMax) {
@@ -250,7 +250,7 @@ TEST(Predictor, SecondRunOfAMixedWorkloadIsAccurate) {
   for (const auto& [k, peak] : jobs) {
     Bytes actual = static_cast<Bytes>(peak * noise(rng));
     Prediction pred = second.predict(k);
-    EXPECT_EQ(pred.source, "history");
+    EXPECT_EQ(pred.source, PredictionSource::history);
     errors.push_back(rel_error(pred.peak, actual));
     EXPECT_LE(pred.peak, 2 * actual) << k.identity;
     EXPECT_GE(2 * pred.peak, actual) << k.identity;
@@ -267,7 +267,7 @@ TEST(Predictor, ManyJobsStayIndexed) {
   EXPECT_EQ(p.known_identities(), 5000u);
   for (int i = 0; i < 5000; ++i) {
     auto pred = p.predict(key_for("f" + std::to_string(i % 50) + "_x" + std::to_string(i)));
-    ASSERT_EQ(pred.source, "history");
+    ASSERT_EQ(pred.source, PredictionSource::history);
     ASSERT_GE(pred.peak, (100 + i % 100) * MB);
   }
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "report/files.hpp"
-#include "report/synthetic.hpp"
+#include "support/synthetic.hpp"
 #include "report/timeline.hpp"
 #include "util/fs.hpp"
 
@@ -29,7 +29,7 @@ JobRecord job(const std::string& identity, double start, double end, Bytes peak)
   j.start_s = start;
   j.end_s = end;
   j.peak_bytes = peak;
-  j.attempt_log.push_back({start, end, "ok", peak});
+  j.attempt_log.push_back({start, end, Outcome::ok, peak});
   return j;
 }
 
@@ -48,13 +48,13 @@ BuildRecord small_build() {
   b.jobs.push_back(job("cc:b.o", 0, 12, 700 * MiB));
   b.jobs.push_back(job("cc:c.o", 10, 20, 300 * MiB));
   JobRecord d = job("cc:d.o", 0, 25, 1500 * MiB);
-  d.attempt_log = {{1, 5, "requeued", 1400 * MiB}, {12, 25, "ok", 1500 * MiB}};
+  d.attempt_log = {{1, 5, Outcome::requeued, 1400 * MiB}, {12, 25, Outcome::ok, 1500 * MiB}};
   d.attempts = 2;
   b.jobs.push_back(d);
   for (int i = 0; i <= 30; ++i) b.memory.push_back({double(i), (200 + 40 * i) * MiB});
-  b.events = {{3, "freeze", 3, "memory above 95%"}, {4, "thaw", 3, "memory below 88%"},
-              {5, "requeue", 3, "memory ran short"}, {7, "oom_kill", 1, "kernel OOM killer"}};
-  b.counters = {{"memory_bound_ms", 20000}, {"cpu_bound_ms", 1000}, {"frozen", 1}, {"requeued", 1}};
+  b.events = {{3, EventKind::freeze, 3, "memory above 95%"}, {4, EventKind::thaw, 3, "memory below 88%"},
+              {5, EventKind::requeue, 3, "memory ran short"}, {7, EventKind::oom_kill, 1, "kernel OOM killer"}};
+  b.counters = {{Counter::memory_bound_ms, 20000}, {Counter::cpu_bound_ms, 1000}, {Counter::frozen, 1}, {Counter::requeued, 1}};
   return b;
 }
 

@@ -1,6 +1,6 @@
 // JobServer driven in-process by the test's own poll loop; clients are raw
 // sockets (and, for the uid check, a forked child running as nobody).
-#include "wrap/server.hpp"
+#include "run/job_server.hpp"
 
 #include <gtest/gtest.h>
 #include <grp.h>

@@ -28,7 +28,7 @@ BuildRecord build(std::int64_t memory_bound_ms, std::int64_t cpu_bound_ms) {
   b.budget = 2560 * MiB;
   b.peak_bytes = 2048 * MiB;
   for (int i = 0; i < 40; ++i) b.jobs.push_back(job("cc:obj/f" + std::to_string(i) + ".o", (i + 1) * MiB, 0));
-  b.counters = {{"memory_bound_ms", memory_bound_ms}, {"cpu_bound_ms", cpu_bound_ms}};
+  b.counters = {{Counter::memory_bound_ms, memory_bound_ms}, {Counter::cpu_bound_ms, cpu_bound_ms}};
   return b;
 }
 
@@ -76,12 +76,12 @@ TEST(Summary, EveryLineIsPrefixedForStderr) {
 
 TEST(Summary, ShowsWallTimeRateMemoryAndCounters) {
   BuildRecord b = build(0, 0);
-  b.counters["frozen"] = 3;
-  b.counters["requeued"] = 1;
-  b.counters["retried"] = 2;
-  b.counters["oom_killed"] = 1;
-  b.counters["wait_memory_ms"] = 70000;
-  b.counters["waited_for_memory"] = 12;
+  b.counters[Counter::frozen] = 3;
+  b.counters[Counter::requeued] = 1;
+  b.counters[Counter::retried] = 2;
+  b.counters[Counter::oom_killed] = 1;
+  b.counters[Counter::wait_memory_ms] = 70000;
+  b.counters[Counter::waited_for_memory] = 12;
   b.jobs[3].exit_status = 1;
   std::string s = format_summary(b);
   EXPECT_TRUE(contains(s, "build finished in 2m00s")) << s;

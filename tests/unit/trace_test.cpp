@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "report/synthetic.hpp"
+#include "support/synthetic.hpp"
 
 using namespace memgate;
 using nlohmann::json;
@@ -28,7 +28,7 @@ BuildRecord small_build() {
   b.budget = 2 * GiB;
   JobRecord a;
   a.key = {"cc", "cc:obj/a.o", "cc", "a.c", 1};
-  a.attempt_log = {{1.5, 4.25, "ok", 300 * MiB}};
+  a.attempt_log = {{1.5, 4.25, Outcome::ok, 300 * MiB}};
   a.start_s = 1.5;
   a.end_s = 4.25;
   a.peak_bytes = 300 * MiB;
@@ -36,15 +36,15 @@ BuildRecord small_build() {
   a.wait_s = 1.25;
   JobRecord b2;
   b2.key = {"nvcc", "nvcc:obj/k.o", "nvcc", "k.cu", 1};
-  b2.attempt_log = {{0, 2, "oom", 900 * MiB}, {3, 9, "ok", 1000 * MiB}};
+  b2.attempt_log = {{0, 2, Outcome::oom, 900 * MiB}, {3, 9, Outcome::ok, 1000 * MiB}};
   b2.attempts = 2;
   b2.start_s = 0;
   b2.end_s = 9;
   b.jobs = {a, b2};
   // Deliberately out of order: the trace must still be monotonic.
   b.memory = {{2, 800 * MiB}, {0, 100 * MiB}, {1, 500 * MiB}, {5, 1200 * MiB}, {3, 600 * MiB}};
-  b.events = {{2, "oom_kill", 1, "kernel"}, {1, "freeze", 0, "pressure"}, {1.2, "thaw", 0, ""},
-              {2, "requeue", 1, "retry after OOM"}};
+  b.events = {{2, EventKind::oom_kill, 1, "kernel"}, {1, EventKind::freeze, 0, "pressure"}, {1.2, EventKind::thaw, 0, ""},
+              {2, EventKind::requeue, 1, "retry after OOM"}};
   return b;
 }
 

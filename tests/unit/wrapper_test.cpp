@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "util/fs.hpp"
-#include "wrap/server.hpp"
+#include "run/job_server.hpp"
 #include "wrap/shims.hpp"
 
 using namespace memgate;

@@ -1,5 +1,6 @@
-// The governor's end of the wrapper socket: a nonblocking Unix stream
-// server that the governor's own poll() loop drives.
+// `memgate run`'s end of the wrapper socket (the wrappers' end is
+// wrap/client.cpp; the wire is wrap/protocol.hpp): a nonblocking Unix
+// stream server that the runner's own poll() loop drives.
 //
 // How to drive it, once per loop turn:
 //
@@ -12,7 +13,7 @@
 // may hold anything else too. Callbacks run inside handle_ready and may call
 // send() and close() on any connection.
 //
-// Security (SPEC "Security"): a peer whose uid differs from ours is closed
+// Security: memgate often runs as root on shared machines, so a peer whose uid differs from ours is closed
 // at accept and counted; a malformed, oversized or truncated frame drops
 // that one connection, is logged once and counted, and the server carries
 // on. The socket should live in a private 0700 directory (make_private_dir).

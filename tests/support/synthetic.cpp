@@ -1,4 +1,4 @@
-#include "report/synthetic.hpp"
+#include "support/synthetic.hpp"
 
 #include <fmt/core.h>
 
@@ -58,7 +58,7 @@ void add_job(BuildRecord& b, int i, Slots& slots, std::mt19937& rng, const Synth
   j.cwd = "/src/project";
   j.peak_bytes = static_cast<Bytes>(std::min(peak_d(rng), 7000.0) * static_cast<double>(MiB));
   j.predicted.peak = static_cast<Bytes>(static_cast<double>(j.peak_bytes) * (0.8 + 0.4 * u(rng)));
-  j.predicted.source = "history";
+  j.predicted.source = PredictionSource::history;
   j.submit_s = 0;
   const bool retried = u(rng) < o.retry_share;
   const int attempts = retried ? 2 : 1;
@@ -67,18 +67,18 @@ void add_job(BuildRecord& b, int i, Slots& slots, std::mt19937& rng, const Synth
     double wall = std::min(wall_d(rng), 300.0);
     bool last = a == attempts - 1;
     if (!last) wall *= 0.3;  // killed part-way
-    Attempt at{start, start + wall, last ? "ok" : (i % 2 ? "requeued" : "oom"), j.peak_bytes};
+    Attempt at{start, start + wall, last ? Outcome::ok : (i % 2 ? Outcome::requeued : Outcome::oom), j.peak_bytes};
     if (a == 0) j.start_s = start;
     j.attempt_log.push_back(at);
     slots.free.push(at.end_s);
     if (!last) {
-      b.events.push_back({at.end_s, at.outcome == "oom" ? "oom_kill" : "requeue", i, "memory ran short"});
+      b.events.push_back({at.end_s, at.outcome == Outcome::oom ? EventKind::oom_kill : EventKind::requeue, i, "memory ran short"});
     }
   }
   j.end_s = j.attempt_log.back().end_s;
   j.attempts = attempts;
   j.exit_status = i % 997 == 0 ? 1 : 0;
-  if (j.exit_status != 0) j.attempt_log.back().outcome = "failed";
+  if (j.exit_status != 0) j.attempt_log.back().outcome = Outcome::failed;
   j.cpu_s = j.wall_s() * (0.7 + 0.3 * u(rng));
   j.wait_s = u(rng) < 0.3 ? u(rng) * 20 : 0;
   const double peak_frac = 0.1 + 0.2 * u(rng);
@@ -115,8 +115,8 @@ void add_freezes(BuildRecord& b, std::mt19937& rng) {
     const size_t i = pick(rng);
     const JobRecord& j = b.jobs[i];
     const double t = j.start_s + 0.2 * j.wall_s();
-    b.events.push_back({t, "freeze", static_cast<int>(i), "memory above 95% of the limit"});
-    b.events.push_back({t + 0.1 * j.wall_s(), "thaw", static_cast<int>(i), "memory back below 88%"});
+    b.events.push_back({t, EventKind::freeze, static_cast<int>(i), "memory above 95% of the limit"});
+    b.events.push_back({t + 0.1 * j.wall_s(), EventKind::thaw, static_cast<int>(i), "memory back below 88%"});
     b.jobs[i].frozen_s = 0.1 * j.wall_s();
   }
   std::stable_sort(b.events.begin(), b.events.end(),
@@ -130,23 +130,23 @@ void add_counters(BuildRecord& b) {
     frozen_ms += static_cast<std::int64_t>(j.frozen_s * 1000);
     retried += j.attempts - 1;
   }
-  auto count = [&](const char* kind) {
+  auto count = [&](EventKind kind) {
     return static_cast<std::int64_t>(std::count_if(b.events.begin(), b.events.end(),
                                                    [&](const BuildEvent& e) { return e.kind == kind; }));
   };
   const auto wall_ms = static_cast<std::int64_t>(b.wall_s() * 1000);
-  b.counters = {{"jobs", static_cast<std::int64_t>(b.jobs.size())},
-                {"admitted", static_cast<std::int64_t>(b.jobs.size()) + retried},
-                {"waited_for_memory", static_cast<std::int64_t>(b.jobs.size() / 4)},
-                {"frozen", count("freeze")},
-                {"thawed", count("thaw")},
-                {"requeued", count("requeue")},
-                {"oom_killed", count("oom_kill")},
-                {"retried", retried},
-                {"wait_memory_ms", wait_ms},
-                {"frozen_ms", frozen_ms},
-                {"memory_bound_ms", wall_ms * 45 / 100},
-                {"cpu_bound_ms", wall_ms * 10 / 100}};
+  b.counters = {{Counter::jobs, static_cast<std::int64_t>(b.jobs.size())},
+                {Counter::admitted, static_cast<std::int64_t>(b.jobs.size()) + retried},
+                {Counter::waited_for_memory, static_cast<std::int64_t>(b.jobs.size() / 4)},
+                {Counter::frozen, count(EventKind::freeze)},
+                {Counter::thawed, count(EventKind::thaw)},
+                {Counter::requeued, count(EventKind::requeue)},
+                {Counter::oom_killed, count(EventKind::oom_kill)},
+                {Counter::retried, retried},
+                {Counter::wait_memory_ms, wait_ms},
+                {Counter::frozen_ms, frozen_ms},
+                {Counter::memory_bound_ms, wall_ms * 45 / 100},
+                {Counter::cpu_bound_ms, wall_ms * 10 / 100}};
 }
 
 }  // namespace

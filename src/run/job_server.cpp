@@ -1,4 +1,4 @@
-#include "wrap/server.hpp"
+#include "run/job_server.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

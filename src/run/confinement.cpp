@@ -1,0 +1,126 @@
+#include "run/confinement.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "platform/meminfo.hpp"
+#include "platform/psi.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+namespace {
+
+std::optional<Bytes> without_cache(std::optional<Bytes> usage, std::optional<Bytes> inactive) {
+  if (!usage) return std::nullopt;
+  return std::max<Bytes>(0, *usage - inactive.value_or(0));
+}
+
+}  // namespace
+
+MemoryView to_view(const MemoryReadings& r) {
+  MemoryView v;
+  v.build_used = without_cache(r.build_usage, r.build_inactive).value_or(r.jobs_current);
+  std::optional<Bytes> total = without_cache(r.capacity_usage, r.capacity_inactive);
+  if (!total && r.mem_total && r.mem_available) total = *r.mem_total - *r.mem_available;
+  v.outside = total ? std::max<Bytes>(0, *total - v.build_used) : 0;
+  v.psi_full_avg10 = r.psi_full_avg10;
+  return v;
+}
+
+Confinement Confinement::none(const std::string& why) {
+  Confinement c;
+  log::warn("{}: jobs are measured from /proc and the build is not confined", why);
+  c.degraded_ = {fmt::format("no cgroups ({}): jobs measured from /proc", why), "build not confined",
+                 "jobs paused with SIGSTOP"};
+  return c;
+}
+
+Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool confine) {
+  platform::CgroupLayout layout = platform::detect_cgroups();
+  if (layout.version == platform::CgroupVersion::none) return none("no cgroup memory controller here");
+  auto cg = platform::Cgroup::create_under(layout, fmt::format("memgate-{}", ::getpid()));
+  if (!cg) return none(cg.error());
+
+  Confinement c;
+  c.layout_ = layout;
+  c.confine_ = *cg;
+  if (cap.capacity_source == "cgroup" && !cap.cgroup_limit_source.empty())
+    c.capacity_cg_ = platform::Cgroup::open(layout.version, cap.cgroup_limit_source);
+  if (!c.confine_->can_freeze())
+    c.degraded_.push_back(platform::freezer_forced_off() ? "jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)"
+                                                         : "jobs paused with SIGSTOP (no cgroup freezer)");
+  if (auto leaf = c.confine_->create_child("build")) c.build_leaf_ = *leaf;
+  if (!confine) {
+    c.degraded_.insert(c.degraded_.begin(), "build not confined (--no-confine)");
+    return c;
+  }
+  Bytes limit = budget.capacity - budget.reserve;
+  std::optional<Bytes> high = budget.budget < limit ? std::optional<Bytes>(budget.budget) : std::nullopt;
+  if (auto st = c.confine_->set_memory_limit(limit, high); !st) {
+    log::warn("cannot limit the build's cgroup ({}): the build is not confined", st.error());
+    c.degraded_.insert(c.degraded_.begin(), "build not confined (its cgroup limit cannot be set)");
+    return c;
+  }
+  c.confined_ = c.build_leaf_.has_value();
+  return c;
+}
+
+std::vector<std::string> Confinement::build_dirs() const {
+  std::vector<std::string> dirs;
+  if (!confined_ || !build_leaf_) return dirs;
+  dirs.push_back(build_leaf_->memory_dir());
+  if (!build_leaf_->freezer_dir().empty() && build_leaf_->freezer_dir() != build_leaf_->memory_dir())
+    dirs.push_back(build_leaf_->freezer_dir());
+  return dirs;
+}
+
+MemoryReadings Confinement::read(Bytes jobs_current) const {
+  MemoryReadings r;
+  r.jobs_current = jobs_current;
+  if (confine_) {
+    r.build_usage = confine_->usage();
+    r.build_inactive = confine_->inactive_file();
+  }
+  if (capacity_cg_) {
+    r.capacity_usage = capacity_cg_->usage();
+    r.capacity_inactive = capacity_cg_->inactive_file();
+  }
+  if (auto mi = platform::read_meminfo()) {
+    r.mem_total = mi->total;
+    r.mem_available = mi->available;
+  }
+  if (auto psi = platform::read_psi(); psi && psi->full) r.psi_full_avg10 = psi->full->avg10;
+  return r;
+}
+
+std::optional<Bytes> Confinement::peak() const { return confine_ ? confine_->peak() : std::nullopt; }
+
+std::vector<pid_t> Confinement::processes() const {
+  return confine_ ? confine_->all_processes() : std::vector<pid_t>{};
+}
+
+void Confinement::kill_all() const {
+  if (confine_) (void)confine_->kill_all();
+}
+
+std::size_t Confinement::release_leftovers() const {
+  if (!confine_) return 0;
+  auto self = platform::Cgroup::self(layout_);
+  std::vector<pid_t> left = confine_->all_processes();
+  for (pid_t p : left) (void)self.add_process(p);
+  return left.size();
+}
+
+void Confinement::remove(bool kill_first) {
+  if (!confine_) return;
+  if (kill_first) (void)confine_->kill_all();
+  if (auto st = confine_->remove(); !st) log::warn("cannot remove the build's cgroup: {}", st.error());
+  confine_.reset();
+  build_leaf_.reset();
+}
+
+}  // namespace memgate

@@ -1,0 +1,126 @@
+#include "run/recorder.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "history/history.hpp"
+#include "predict/identity.hpp"
+#include "predict/profile.hpp"
+#include "report/files.hpp"
+#include "report/summary.hpp"
+#include "util/log.hpp"
+
+namespace memgate {
+
+namespace {
+constexpr size_t kProfilePoints = 64;     // per job, in history
+constexpr size_t kSeriesPoints = 2000;    // the build's memory, in history
+constexpr size_t kLiveSeriesMax = 20000;  // thinned to half when reached
+}  // namespace
+
+std::string quote_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
+    });
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) {
+      if (c == '\'') out += "'\\''";
+      else out += c;
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+Recorder::Recorder(std::string cwd, std::string command, double start_unix)
+    : cwd_(std::move(cwd)), command_(std::move(command)), start_unix_(start_unix) {}
+
+void Recorder::sample_memory(double t, Bytes used) {
+  peak_used_ = std::max(peak_used_, used);
+  memory_.push_back(MemSample{t, used});
+  if (memory_.size() > kLiveSeriesMax) memory_ = downsample_profile(memory_, kLiveSeriesMax / 2);
+}
+
+JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double now) {
+  JobRecord r;
+  r.key = g.key;
+  r.argv_digest = argv_digest(a.argv);
+  r.cwd = a.cwd;
+  r.predicted = g.first_pred;
+  r.submit_s = g.submit_t;
+  r.start_s = g.first_start_t;
+  r.end_s = now;
+  r.wait_s = g.wait_s;
+  r.frozen_s = g.frozen_s;
+  r.cpu_s = a.cpu_s;
+  r.peak_bytes = std::max(g.observed_peak, g.attempt_peak);
+  r.exit_status = a.exit_status;
+  r.attempts = g.attempts;
+  r.attempt_log = g.attempt_log;
+  double wall = now - a.attempt_start;
+  std::vector<MemSample> profile = a.profile;
+  profile.push_back(MemSample{wall, 0});
+  PeakTiming timing = peak_timing(profile, wall);
+  r.t_peak_s = timing.t_peak_s;
+  r.peak_over_frac = timing.peak_over_frac;
+  r.after_peak_bytes = timing.after_peak_bytes;
+  r.profile = downsample_profile(profile, kProfilePoints);
+  return r;
+}
+
+void Recorder::finish(JobId id, JobRecord record) {
+  index_of_[id] = static_cast<int>(jobs_.size());
+  jobs_.push_back(std::move(record));
+}
+
+BuildRecord Recorder::build_record(const Totals& t) const {
+  BuildRecord b;
+  b.cwd = cwd_;
+  b.command = command_;
+  b.start_unix = start_unix_;
+  b.end_unix = t.end_unix;
+  b.exit_status = t.exit_status;
+  b.capacity = t.capacity;
+  b.budget = t.budget;
+  b.slots = t.slots;
+  b.peak_bytes = std::max(peak_used_, t.cgroup_peak);
+  b.counters = t.counters;
+  b.memory = downsample_profile(memory_, kSeriesPoints);
+  for (const GovEvent& e : t.events) {
+    if (e.kind == EventKind::overshoot) continue;  // routine: counted, not listed
+    auto it = index_of_.find(e.job);
+    b.events.push_back(BuildEvent{e.t, e.kind, it == index_of_.end() ? -1 : it->second, e.reason});
+  }
+  b.jobs = jobs_;
+  return b;
+}
+
+void publish(BuildRecord& b, History* history, const std::vector<std::string>& degraded, bool quiet,
+             const std::string& report_html, const std::string& trace_json) {
+  if (history) {
+    if (auto id = history->save_build(b)) b.id = *id;
+    else log::warn("could not save this build to history: {}", id.error());
+  }
+  if (!quiet) {
+    std::string text = format_summary(b);
+    if (!degraded.empty()) text += fmt::format("memgate: degraded: {}\n", fmt::join(degraded, "; "));
+    ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    (void)n;
+  }
+  if (auto st = write_reports(b, report_html, trace_json); !st) log::warn("{}", st.error());
+}
+
+}  // namespace memgate

@@ -1,0 +1,79 @@
+// What a build leaves behind (ninja's BuildLog, for memgate): each job's
+// record as its attempts end, the build's memory over time, and at the end
+// the BuildRecord that history, the summary and the report files share.
+// No processes and no I/O apart from publish(): tests feed it numbers.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+#include "governor/governor.hpp"
+
+namespace memgate {
+
+class History;
+
+// Shell-style quoting of a command line, for display and for matching the
+// same command across builds in history.
+std::string quote_command(const std::vector<std::string>& argv);
+
+// One attempt as the runner saw it, beside what the governor knows.
+struct AttemptReport {
+  std::vector<std::string> argv;   // for the digest
+  std::string cwd;
+  double attempt_start = 0;        // seconds since the build started
+  std::vector<MemSample> profile;  // this attempt, t since attempt_start
+  double cpu_s = 0;
+  int exit_status = 0;             // shell style: code, or 128 + signal
+};
+
+class Recorder {
+ public:
+  Recorder(std::string cwd, std::string command, double start_unix);
+
+  // The whole build's memory at t seconds since it started.
+  void sample_memory(double t, Bytes used);
+  Bytes peak_used() const { return peak_used_; }
+  const std::string& cwd() const { return cwd_; }
+  const std::string& command() const { return command_; }
+  double start_unix() const { return start_unix_; }
+
+  // The record of an attempt that ended at `now`. Killed attempts teach
+  // the predictor too (what they reached is a floor), so every attempt
+  // gets one; only a job's last goes into the build (finish()).
+  static JobRecord make_record(const GovJob& job, const AttemptReport& attempt, double now);
+  void finish(JobId id, JobRecord record);
+  std::size_t finished_jobs() const { return jobs_.size(); }
+
+  // Everything the build leaves: the governor's counters and events
+  // (routine overshoots left out; job ids become indexes into jobs),
+  // the server's counters, the memory series and the finished jobs.
+  struct Totals {
+    double end_unix = 0;
+    int exit_status = 0;
+    Bytes capacity = 0, budget = 0;
+    int slots = 0;
+    Bytes cgroup_peak = 0;  // the build cgroup's own peak, when it has one
+    Counters counters;
+    std::vector<GovEvent> events;
+  };
+  BuildRecord build_record(const Totals& totals) const;
+
+ private:
+  std::string cwd_, command_;
+  double start_unix_ = 0;
+  Bytes peak_used_ = 0;
+  std::vector<MemSample> memory_;
+  std::vector<JobRecord> jobs_;
+  std::map<JobId, int> index_of_;
+};
+
+// The end of a build: its record saved to history (its id filled in), the
+// summary on stderr (unless quiet) ending with the degraded line, and the
+// report files asked for. Failures are warnings; the build's status stands.
+void publish(BuildRecord& build, History* history, const std::vector<std::string>& degraded, bool quiet,
+             const std::string& report_html, const std::string& trace_json);
+
+}  // namespace memgate

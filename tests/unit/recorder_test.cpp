@@ -1,0 +1,99 @@
+// The recorder: what one attempt and a whole build leave behind, from
+// numbers alone (no processes, no history file).
+#include "run/recorder.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace memgate;
+
+namespace {
+
+GovJob finished_job(Bytes peak) {
+  GovJob g;
+  g.id = 7;
+  g.key.identity = "obj/a.o";
+  g.key.tool = "g++";
+  g.first_pred.peak = 512 * MiB;
+  g.first_pred.source = PredictionSource::similar;
+  g.submit_t = 1;
+  g.first_start_t = 2;
+  g.wait_s = 1;
+  g.attempts = 1;
+  g.observed_peak = peak;
+  g.attempt_peak = peak;
+  g.attempt_log.push_back(Attempt{2, 12, Outcome::ok, peak});
+  return g;
+}
+
+// Memory rises to `peak` at 2 s into the attempt, stays until 4 s, then
+// falls to a quarter: the shape of an nvcc job.
+AttemptReport nvcc_like_attempt(Bytes peak) {
+  AttemptReport a;
+  a.argv = {"g++", "-c", "a.cpp", "-o", "obj/a.o"};
+  a.cwd = "/src";
+  a.attempt_start = 2;
+  for (int i = 0; i <= 100; ++i) {
+    double t = i * 0.1;
+    Bytes b = t < 2 ? static_cast<Bytes>(peak * t / 2) : t <= 4 ? peak : peak / 4;
+    a.profile.push_back(MemSample{t, b});
+  }
+  a.cpu_s = 9.5;
+  return a;
+}
+
+}  // namespace
+
+TEST(Recorder, RecordTakesPeakTimingFromTheAttemptsProfile) {
+  JobRecord r = Recorder::make_record(finished_job(2 * GiB), nvcc_like_attempt(2 * GiB), 12);
+  EXPECT_EQ(r.key.identity, "obj/a.o");
+  EXPECT_EQ(r.peak_bytes, 2 * GiB);
+  EXPECT_EQ(r.predicted.source, PredictionSource::similar);
+  EXPECT_DOUBLE_EQ(r.start_s, 2);
+  EXPECT_DOUBLE_EQ(r.end_s, 12);
+  EXPECT_DOUBLE_EQ(r.cpu_s, 9.5);
+  EXPECT_NEAR(r.t_peak_s, 2.0, 0.11);
+  EXPECT_NEAR(r.peak_over_frac, 0.41, 0.02);  // the first sample after 4 s of a 10 s attempt
+  EXPECT_EQ(r.after_peak_bytes, 512 * MiB);
+  EXPECT_LE(r.profile.size(), 64u);
+  EXPECT_FALSE(r.argv_digest.empty());
+}
+
+TEST(Recorder, BuildRecordMapsEventsToJobsAndLeavesOutOvershoots) {
+  Recorder rec("/src", "make -j8", 1000);
+  rec.sample_memory(0.5, 100 * MiB);
+  rec.sample_memory(1.5, 900 * MiB);
+  rec.sample_memory(2.5, 300 * MiB);
+  GovJob g = finished_job(GiB);
+  rec.finish(7, Recorder::make_record(g, nvcc_like_attempt(GiB), 12));
+
+  Recorder::Totals t;
+  t.end_unix = 1020;
+  t.exit_status = 2;
+  t.budget = 4 * GiB;
+  t.cgroup_peak = 950 * MiB;
+  t.counters[Counter::frozen] = 1;
+  t.events = {GovEvent{3, EventKind::overshoot, 7, "uses more"}, GovEvent{4, EventKind::freeze, 7, "tight"},
+              GovEvent{5, EventKind::pressure, -1, "stalls"}, GovEvent{6, EventKind::thaw, 99, "unknown job"}};
+  BuildRecord b = rec.build_record(t);
+
+  EXPECT_EQ(b.cwd, "/src");
+  EXPECT_EQ(b.command, "make -j8");
+  EXPECT_DOUBLE_EQ(b.wall_s(), 20);
+  EXPECT_EQ(b.exit_status, 2);
+  EXPECT_EQ(b.peak_bytes, 950 * MiB) << "the cgroup's own peak beats the sampled one";
+  EXPECT_EQ(get(b.counters, Counter::frozen), 1);
+  ASSERT_EQ(b.jobs.size(), 1u);
+  ASSERT_EQ(b.events.size(), 3u);
+  EXPECT_EQ(b.events[0].kind, EventKind::freeze);
+  EXPECT_EQ(b.events[0].job, 0) << "job ids become indexes into the build's jobs";
+  EXPECT_EQ(b.events[1].job, -1);
+  EXPECT_EQ(b.events[2].job, -1) << "an event of a job that never finished names no job";
+  EXPECT_EQ(b.memory.size(), 3u);
+  EXPECT_EQ(rec.peak_used(), 900 * MiB);
+}
+
+TEST(Recorder, QuotesCommandsLikeAShell) {
+  EXPECT_EQ(quote_command({"make", "-j8", "CC=gcc"}), "make -j8 CC=gcc");
+  EXPECT_EQ(quote_command({"sh", "-c", "echo 'hi' there"}), "sh -c 'echo '\\''hi'\\'' there'");
+  EXPECT_EQ(quote_command({"x", ""}), "x ''");
+}
