@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "history/build_ref.hpp"
 #include "util/log.hpp"
 #include "wrap/wrapper.hpp"
 
@@ -17,6 +18,15 @@ std::vector<std::string> g_after_dashes;
 }  // namespace
 
 const std::vector<std::string>& run_command_after_dashes() { return g_after_dashes; }
+
+const CLI::Validator& build_ref_check() {
+  static const CLI::Validator check(
+      [](std::string& v) -> std::string {
+        return is_build_ref(v) ? "" : "--build wants a build id or 'last', not '" + v + "'";
+      },
+      "ID|last");
+  return check;
+}
 
 int cli_main(int argc, char** argv) {
   // The wrapper paths come first and skip CLI11 entirely.

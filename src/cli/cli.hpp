@@ -7,6 +7,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace memgate {
@@ -21,5 +22,9 @@ void add_doctor_command(CLI::App& app, int* status);
 void add_history_command(CLI::App& app, int* status);
 void add_plan_command(CLI::App& app, int* status);
 void add_report_command(CLI::App& app, int* status);
+
+// `--build ID|last` for every subcommand: a malformed value is a usage
+// error (exit 2) before anything is opened.
+const CLI::Validator& build_ref_check();
 
 }  // namespace memgate

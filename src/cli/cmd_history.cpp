@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "history/build_ref.hpp"
 #include "history/history.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -127,30 +128,14 @@ int show_builds(History& h, const HistoryOptions& o, const std::string& path) {
   return 0;
 }
 
-std::optional<std::int64_t> parse_id(const std::string& s) {
-  std::int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
-
 int show_build(History& h, const HistoryOptions& o, const std::string& path) {
-  std::optional<std::int64_t> id;
-  if (o.build == "last") {
-    id = h.last_build_id(std::nullopt, std::nullopt);
-    if (!id) {
-      log::error("no builds recorded yet in {}", path);
-      return 1;
-    }
-  } else if (!(id = parse_id(o.build))) {
-    log::error("--build wants a build id or 'last', not '{}'", o.build);
-    return 2;
-  }
-  auto b = h.load_build(*id);
-  if (!b) {
-    log::error("no build with id {} in {}", *id, path);
+  auto choice = load_build_ref(h, o.build, current_dir(), path);
+  if (!choice) {
+    log::error("{}", choice.error());
     return 1;
   }
+  if (!o.json) log::info("{}", choice->description);
+  const BuildRecord* b = &choice->build;
   std::vector<const JobRecord*> jobs;
   for (const auto& j : b->jobs) jobs.push_back(&j);
   std::stable_sort(jobs.begin(), jobs.end(),
@@ -181,8 +166,7 @@ int run_history(const HistoryOptions& o) {
     return 0;
   }
   if (!path_exists(path)) {
-    if (auto id = parse_id(o.build)) log::error("no build with id {} in {}", *id, path);
-    else log::error("no builds recorded yet in {}", path);
+    log::error("no build history at {}: run a build with 'memgate run' first", path);
     return 1;
   }
   auto h = History::open(path);
@@ -199,7 +183,7 @@ void add_history_command(CLI::App& app, int* status) {
   auto opts = std::make_shared<HistoryOptions>();
   auto* cmd = app.add_subcommand("history", "past builds, or one build's jobs with predicted and actual memory");
   cmd->add_flag("--json", opts->json, "machine-readable output");
-  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'");
+  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'")->check(build_ref_check());
   cmd->add_option("--history", opts->history,
                   "history database (default: $MEMGATE_HISTORY, else $XDG_CACHE_HOME/memgate/history.db)");
   cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")->check(CLI::PositiveNumber);

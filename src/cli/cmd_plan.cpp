@@ -22,6 +22,7 @@
 #include "plan/machine.hpp"
 #include "plan/plan.hpp"
 #include "plan/render.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/size.hpp"
 
@@ -69,16 +70,11 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
     if (!m) return Error{fmt::format("--memory: {}", m.error())};
     capacity = *m;
   }
+  if (capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
+  auto budget = compute_budget(capacity, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
+  if (!budget) return Error{budget.error()};
   plan::Machine m = plan::machine_with(cores, capacity);
-  if (!a.reserve.empty()) {
-    auto r = parse_size(a.reserve, capacity);
-    if (!r) return Error{fmt::format("--reserve: {}", r.error())};
-    m.reserve = *r;
-  }
-  if (m.capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
-  if (m.reserve < 0 || m.reserve >= m.capacity)
-    return Error{fmt::format("--reserve {} leaves nothing of the capacity ({})", format_bytes(m.reserve),
-                             format_bytes(m.capacity))};
+  m.reserve = budget->reserve;
   return m;
 }
 
@@ -98,20 +94,8 @@ Result<plan::PlanInput> load_input(const PlanArgs& a) {
   std::unique_ptr<History> history = open_history(a.history);
   if (!a.ninja_log.empty()) return plan::input_from_ninja_log(a.ninja_log, history.get(), plan::this_machine().cores);
   if (!history) return Error{"no history to plan from; give --ninja-log or --jobs-csv"};
-  std::optional<std::int64_t> id;
-  if (a.build == "last") {
-    id = history->last_build_id(std::nullopt, std::nullopt);
-    if (!id) return Error{"history holds no build yet"};
-  } else if (!a.build.empty()) {
-    try {
-      id = std::stoll(a.build);
-    } catch (const std::exception&) {
-      return Error{fmt::format("invalid --build '{}': expected a build id or 'last'", a.build)};
-    }
-  }
-  std::error_code ec;
-  std::string cwd = std::filesystem::current_path(ec).string();
-  return plan::input_from_history(*history, id, cwd);
+  return plan::input_from_history(*history, a.build.empty() ? "last" : a.build, current_dir(),
+                                  History::resolve_path(a.history));
 }
 
 int run_plan(const PlanArgs& a) {
@@ -167,7 +151,8 @@ void add_plan_command(CLI::App& app, int* status) {
   cmd->add_option("--jobs-range", args->jobs_range, "job counts to consider, A-B (default: 1..2 x cores)");
   cmd->add_flag("--recommend", args->recommend, "print only the recommended static job count");
   cmd->add_flag("--json", args->json, "print JSON");
-  cmd->add_option("--build", args->build, "plan from this recorded build (an id, or 'last')");
+  cmd->add_option("--build", args->build, "plan from this recorded build (an id, or 'last')")
+      ->check(build_ref_check());
   cmd->add_option("--ninja-log", args->ninja_log, "plan from a .ninja_log, with memory from history");
   cmd->add_option("--history", args->history, "history database (default: MEMGATE_HISTORY or the cache dir)");
   cmd->add_option("--jobs-csv", args->jobs_csv, "plan from a measured job table (see tests/fixtures/flash-attn)");

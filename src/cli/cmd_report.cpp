@@ -3,11 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <charconv>
 #include <memory>
 #include <string>
 
 #include "cli/cli.hpp"
+#include "history/build_ref.hpp"
 #include "history/history.hpp"
 #include "report/files.hpp"
 #include "util/fs.hpp"
@@ -23,13 +23,6 @@ struct ReportOptions {
   std::string history;
 };
 
-std::optional<std::int64_t> parse_build_id(const std::string& text) {
-  std::int64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
-  return id;
-}
-
 // The build to report on, or an error that says what to do instead.
 Result<BuildRecord> load(const ReportOptions& o) {
   const std::string path = History::resolve_path(o.history);
@@ -39,17 +32,10 @@ Result<BuildRecord> load(const ReportOptions& o) {
   }
   auto history = History::open(path);
   if (!history) return Error{fmt::format("cannot open the build history {}: {}", path, history.error())};
-  std::optional<std::int64_t> id;
-  if (o.build == "last") {
-    id = (*history)->last_build_id(std::nullopt, std::nullopt);
-    if (!id) return Error{fmt::format("the build history {} has no builds yet", path)};
-  } else {
-    id = parse_build_id(o.build);
-    if (!id) return Error{fmt::format("--build expects a build id or 'last', not '{}'", o.build)};
-  }
-  auto build = (*history)->load_build(*id);
-  if (!build) return Error{fmt::format("no build {} in {} (see 'memgate history')", *id, path)};
-  return std::move(*build);
+  auto choice = load_build_ref(**history, o.build, current_dir(), path);
+  if (!choice) return Error{choice.error()};
+  log::info("report of {}", choice->description);
+  return std::move(choice->build);
 }
 
 int run_report(ReportOptions o) {
@@ -76,7 +62,9 @@ int run_report(ReportOptions o) {
 void add_report_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<ReportOptions>();
   auto* cmd = app.add_subcommand("report", "write the HTML timeline and the Chrome trace of a recorded build");
-  cmd->add_option("--build", opt->build, "build id (see 'memgate history'), or 'last'")->capture_default_str();
+  cmd->add_option("--build", opt->build, "build id (see 'memgate history'), or 'last'")
+      ->capture_default_str()
+      ->check(build_ref_check());
   cmd->add_option("--html", opt->html, "write the self-contained HTML report here (default: memgate-report.html)");
   cmd->add_option("--trace", opt->trace, "write the Chrome trace JSON here (Perfetto, chrome://tracing)");
   cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY, else ~/.cache/memgate/history.db)");

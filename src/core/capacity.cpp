@@ -34,6 +34,14 @@ Bytes default_reserve(Bytes capacity) {
   return std::min(r, capacity / 2);
 }
 
+Budget budget_for(Bytes capacity, Bytes reserve) {
+  Budget b;
+  b.capacity = capacity;
+  b.reserve = reserve;
+  b.budget = std::max<Bytes>(0, capacity - reserve);
+  return b;
+}
+
 Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& reserve_flag,
                               const std::optional<std::string>& memory_flag) {
   if (capacity <= 0) return Error{"cannot tell how much memory this machine has"};
@@ -49,8 +57,8 @@ Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& 
     return Error{fmt::format("--reserve {} leaves nothing of the capacity ({}) for the build",
                              format_bytes(b.reserve), format_bytes(capacity))};
   }
-  Bytes most = capacity - b.reserve;
-  b.budget = most;
+  b = budget_for(capacity, b.reserve);
+  Bytes most = b.budget;
   if (memory_flag) {
     auto m = parse_size(*memory_flag, capacity);
     if (!m) return Error{fmt::format("--memory: {}", m.error())};

@@ -36,6 +36,10 @@ struct Budget {
   bool clamped = false;  // --memory asked for more than capacity - reserve
 };
 
+// The one rule: the build may use what the reserve leaves of the capacity
+// (never negative). `run` and `plan` both come through here.
+Budget budget_for(Bytes capacity, Bytes reserve);
+
 // `reserve_flag` and `memory_flag` are SIZEs as typed (--reserve,
 // --memory); percentages are of the capacity. --memory above capacity -
 // reserve is lowered to it with a warning: staying out of OOM is the

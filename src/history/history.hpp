@@ -60,9 +60,13 @@ class History {
   virtual std::vector<BuildSummary> list_builds(int limit) = 0;
   // The whole build with its jobs, events and memory series.
   virtual std::optional<BuildRecord> load_build(std::int64_t id) = 0;
-  // The newest build, optionally only those with this cwd and command.
-  virtual std::optional<std::int64_t> last_build_id(const std::optional<std::string>& cwd,
-                                                    const std::optional<std::string>& command) = 0;
+  // The newest build matching every field that is set.
+  struct BuildQuery {
+    std::optional<std::string> cwd;
+    std::optional<std::string> command;
+    bool with_jobs = false;  // at least one gated job
+  };
+  virtual std::optional<std::int64_t> last_build_id(const BuildQuery& query) = 0;
   // Jobs of recent builds, oldest first, for seeding the predictor. Only
   // the fields the predictor needs are guaranteed to be filled.
   virtual std::vector<JobRecord> jobs_for_prediction(int max_builds) = 0;

@@ -219,12 +219,13 @@ std::optional<BuildRecord> SqliteHistory::load_build(std::int64_t id) {
   return b;
 }
 
-std::optional<std::int64_t> SqliteHistory::last_build_id(const std::optional<std::string>& cwd,
-                                                         const std::optional<std::string>& command) {
-  std::string sql = "SELECT id FROM builds";
-  if (cwd && command) sql += " WHERE cwd = ?1 AND command = ?2";
-  else if (cwd) sql += " WHERE cwd = ?1";
-  else if (command) sql += " WHERE command = ?2";
+std::optional<std::int64_t> SqliteHistory::last_build_id(const BuildQuery& q) {
+  const auto& cwd = q.cwd;
+  const auto& command = q.command;
+  std::string sql = "SELECT id FROM builds WHERE 1";
+  if (cwd) sql += " AND cwd = ?1";
+  if (command) sql += " AND command = ?2";
+  if (q.with_jobs) sql += " AND job_count > 0";
   sql += " ORDER BY id DESC LIMIT 1";
   auto st = db_.prepare(sql);
   if (!st) {

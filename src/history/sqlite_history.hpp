@@ -16,8 +16,7 @@ class SqliteHistory final : public History {
   Result<std::int64_t> save_build(const BuildRecord& build) override;
   std::vector<BuildSummary> list_builds(int limit) override;
   std::optional<BuildRecord> load_build(std::int64_t id) override;
-  std::optional<std::int64_t> last_build_id(const std::optional<std::string>& cwd,
-                                            const std::optional<std::string>& command) override;
+  std::optional<std::int64_t> last_build_id(const BuildQuery& query) override;
   std::vector<JobRecord> jobs_for_prediction(int max_builds) override;
 
  private:

@@ -2,28 +2,23 @@
 
 #include <fmt/core.h>
 
+#include "history/build_ref.hpp"
 #include "plan/ninja_log.hpp"
 #include "plan/recorded.hpp"
 #include "util/fs.hpp"
 
 namespace memgate::plan {
 
-Result<PlanInput> input_from_history(History& history, std::optional<std::int64_t> id, const std::string& cwd) {
+Result<PlanInput> input_from_history(History& history, std::string_view ref, const std::string& cwd,
+                                     const std::string& where) {
+  auto choice = load_build_ref(history, ref, cwd, where);
+  if (!choice) return Error{choice.error() + " (or give --ninja-log or --jobs-csv)"};
+  const BuildRecord* build = &choice->build;
+  if (build->jobs.empty()) return Error{fmt::format("{} recorded no jobs", choice->description)};
   PlanInput in;
-  if (!id) {
-    id = history.last_build_id(cwd, std::nullopt);
-    if (!id) {
-      id = history.last_build_id(std::nullopt, std::nullopt);
-      if (id) in.notes.push_back(fmt::format("no recorded build in {}; using the last build of all (#{})", cwd, *id));
-    }
-  }
-  if (!id)
-    return Error{"no recorded build: run 'memgate run -- <build command>' first, or give --ninja-log or --jobs-csv"};
-  auto build = history.load_build(*id);
-  if (!build) return Error{fmt::format("no build #{} in history", *id)};
-  if (build->jobs.empty()) return Error{fmt::format("build #{} recorded no jobs", *id)};
   in.jobs = jobs_from_build(*build);
-  in.source = fmt::format("build #{} in {}: {}", *id, build->cwd, build->command);
+  in.source = fmt::format("build #{} in {}: {}", build->id, build->cwd, build->command);
+  in.notes.push_back("planning from " + choice->description);
   if (build->slots <= 0) in.notes.push_back("the build did not record its core count; its times are taken as uncontended");
   return in;
 }

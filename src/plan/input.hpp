@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "history/history.hpp"
@@ -21,9 +22,10 @@ struct PlanInput {
   std::vector<std::string> notes;  // worth telling the user (on stderr)
 };
 
-// `id`: a build id; nullopt: the last build in `cwd`, else the last build
-// of all (with a note saying so).
-Result<PlanInput> input_from_history(History& history, std::optional<std::int64_t> id, const std::string& cwd);
+// `ref`: a build id or "last" (history/build_ref.hpp); the source line
+// says which build it was.
+Result<PlanInput> input_from_history(History& history, std::string_view ref, const std::string& cwd,
+                                     const std::string& where = "history");
 
 // `history` may be null (then every job gets per-tool defaults). `cores`:
 // the machine the log was written on.

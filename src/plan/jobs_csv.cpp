@@ -8,23 +8,23 @@
 #include <filesystem>
 #include <map>
 
+#include "plan/flash_attn.hpp"
 #include "util/fs.hpp"
+#include "util/text.hpp"
 
 namespace memgate::plan {
 
 namespace {
 
-std::vector<std::string> split(std::string_view line, char sep) {
+// Fields of a CSV line (no quoting: the table's fields never need it),
+// without trailing spaces or a '\r'.
+std::vector<std::string> fields_of(std::string_view line) {
   std::vector<std::string> out;
-  size_t from = 0;
-  while (true) {
-    size_t at = line.find(sep, from);
-    std::string field(line.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
-    while (!field.empty() && (field.back() == '\r' || field.back() == ' ')) field.pop_back();
-    out.push_back(field);
-    if (at == std::string_view::npos) return out;
-    from = at + 1;
+  for (std::string_view f : split(line, ',')) {
+    while (!f.empty() && (f.back() == '\r' || f.back() == ' ')) f.remove_suffix(1);
+    out.emplace_back(f);
   }
+  return out;
 }
 
 std::vector<std::string_view> lines_of(std::string_view text) {
@@ -56,10 +56,10 @@ int count_targets(std::string_view targets) {
   return 1 + static_cast<int>(std::count(targets.begin(), targets.end(), '+'));
 }
 
-Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text) {
+Result<std::vector<MeasuredRow>> parse_jobs_csv(std::string_view text) {
   auto lines = lines_of(text);
   if (lines.empty()) return Error{"empty job table"};
-  std::vector<std::string> header = split(lines[0], ',');
+  std::vector<std::string> header = fields_of(lines[0]);
   auto col = [&](std::string_view name) -> std::optional<size_t> {
     auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end()) return std::nullopt;
@@ -71,11 +71,11 @@ Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text) {
   auto c_targets = col("targets"), c_threads = col("nvcc_threads"), c_tpeak = col("t_peak_s"),
        c_mean = col("mean_bytes"), c_cont = col("cpu_contended"), c_prof = col("profile");
 
-  std::vector<MeasuredJob> out;
+  std::vector<MeasuredRow> out;
   for (size_t i = 1; i < lines.size(); ++i) {
-    std::vector<std::string> f = split(lines[i], ',');
+    std::vector<std::string> f = fields_of(lines[i]);
     auto get = [&](std::optional<size_t> c) { return c && *c < f.size() ? f[*c] : std::string(); };
-    MeasuredJob j;
+    MeasuredRow j;
     j.file = get(c_file);
     auto cpu = number(get(c_cpu)), wall = number(get(c_wall)), peak = number(get(c_peak));
     if (j.file.empty() || !cpu || !wall || !peak || *wall <= 0)
@@ -99,7 +99,7 @@ Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text) {
 std::vector<MemSample> parse_profile_csv(std::string_view text) {
   std::vector<MemSample> out;
   for (std::string_view line : lines_of(text)) {
-    std::vector<std::string> f = split(line, ',');
+    std::vector<std::string> f = fields_of(line);
     if (f.size() < 2) continue;
     auto t = number(f[0]), b = number(f[1]);
     if (!t || !b) continue;  // the header, or a damaged line
@@ -108,7 +108,7 @@ std::vector<MemSample> parse_profile_csv(std::string_view text) {
   return out;
 }
 
-Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const std::string& profiles_dir) {
+Result<std::vector<MeasuredRow>> read_jobs_csv(const std::string& path, const std::string& profiles_dir) {
   auto text = read_file(path);
   if (!text) return Error{fmt::format("cannot read the job table {}", path)};
   auto rows = parse_jobs_csv(*text);
@@ -125,7 +125,7 @@ Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const st
         dirs.push_back(entry.path().string());
     std::sort(dirs.begin(), dirs.end());
   }
-  for (MeasuredJob& j : *rows) {
+  for (MeasuredRow& j : *rows) {
     if (j.profile.empty()) continue;
     for (const std::string& d : dirs) {
       if (auto p = read_file(join_path(d, j.profile))) {
@@ -137,10 +137,10 @@ Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const st
   return rows;
 }
 
-std::vector<MeasuredJob> base_measurements(const std::vector<MeasuredJob>& rows) {
-  std::vector<MeasuredJob> out;
+std::vector<MeasuredRow> base_measurements(const std::vector<MeasuredRow>& rows) {
+  std::vector<MeasuredRow> out;
   std::map<std::string, size_t> at;
-  for (const MeasuredJob& r : rows) {
+  for (const MeasuredRow& r : rows) {
     bool clean = !r.contended || r.profile.find("__rerun") != std::string::npos;
     if (!clean || r.target_count != 1 || r.nvcc_threads != 1) continue;
     auto it = at.find(r.file);
@@ -175,7 +175,7 @@ std::vector<ProfilePoint> rounds_profile(const std::vector<ProfilePoint>& single
   return downsample(out, kMaxProfilePoints);
 }
 
-std::vector<ProfilePoint> single_profile(const MeasuredJob& m) {
+std::vector<ProfilePoint> single_profile(const MeasuredRow& m) {
   if (!m.samples.empty()) return profile_from_samples(m.samples, m.wall_s, m.peak, m.t_peak_s);
   // synthesize_profile's shape (ramp from a tenth of the peak, a short
   // hold and fall), with the level after it that gives the measured mean.
@@ -190,7 +190,7 @@ std::vector<ProfilePoint> single_profile(const MeasuredJob& m) {
 
 }  // namespace
 
-PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccShape& shape) {
+PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape) {
   int k = std::max(1, shape.targets);
   int n = std::min(std::max(1, shape.threads), k);
   PlanJob job;
@@ -211,70 +211,16 @@ PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccSha
   return job;
 }
 
-std::vector<std::string> flash_attn_kernel_files() {
-  std::vector<std::string> out;
-  for (const char* kind : {"fwd", "fwd_split", "fwd_split_align", "bwd"})
-    for (int hdim : {32, 64, 96, 128, 192, 256})
-      for (const char* dtype : {"fp16", "bf16"})
-        for (const char* causal : {"", "_causal"})
-          out.push_back(fmt::format("flash_{}_hdim{}_{}{}_sm80.cu", kind, hdim, dtype, causal));
-  return out;
-}
-
-namespace {
-
-struct KernelName {
-  std::string kind, dtype;
-  int hdim = 0;
-  bool causal = false;
-};
-
-std::optional<KernelName> parse_kernel(std::string_view file) {
-  if (!file.starts_with("flash_") || !file.ends_with("_sm80.cu")) return std::nullopt;
-  std::string_view mid = file.substr(6, file.size() - 6 - 8);
-  size_t h = mid.find("_hdim");
-  if (h == std::string_view::npos) return std::nullopt;
-  KernelName k;
-  k.kind = std::string(mid.substr(0, h));
-  std::vector<std::string> rest = split(mid.substr(h + 5), '_');
-  if (rest.size() < 2 || rest.size() > 3) return std::nullopt;
-  auto hd = number(rest[0]);
-  if (!hd) return std::nullopt;
-  k.hdim = static_cast<int>(*hd);
-  k.dtype = rest[1];
-  k.causal = rest.size() == 3;
-  if (k.causal && rest[2] != "causal") return std::nullopt;
-  if (k.kind != "fwd" && k.kind != "bwd" && k.kind != "fwd_split" && k.kind != "fwd_split_align") return std::nullopt;
-  return k;
-}
-
-const MeasuredJob* nearest(const std::vector<MeasuredJob>& bases, const KernelName& want) {
-  const MeasuredJob* best = nullptr;
-  double best_score = 1e18;
-  for (const MeasuredJob& b : bases) {
-    auto k = parse_kernel(b.file);
-    if (!k || k->kind != want.kind) continue;
-    double dist = std::fabs(std::log2(static_cast<double>(k->hdim) / want.hdim));
-    // Head dim first, the larger (heavier) one on a tie; then dtype, causality.
-    double score = dist * 100 - (k->hdim > want.hdim ? 1 : 0) + (k->dtype != want.dtype ? 0.1 : 0) +
-                   (k->causal != want.causal ? 0.01 : 0);
-    if (score < best_score) best_score = score, best = &b;
-  }
-  return best;
-}
-
-}  // namespace
-
-Result<Workload> workload_from_measurements(const std::vector<MeasuredJob>& rows, const NvccShape& shape) {
-  std::vector<MeasuredJob> bases = base_measurements(rows);
+Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows, const NvccShape& shape) {
+  std::vector<MeasuredRow> bases = base_measurements(rows);
   if (bases.empty()) return Error{"the job table has no clean single-target --threads 1 row to build jobs from"};
   Workload w;
-  bool flash = std::all_of(bases.begin(), bases.end(), [](const MeasuredJob& b) { return parse_kernel(b.file); });
+  bool flash = std::all_of(bases.begin(), bases.end(), [](const MeasuredRow& b) { return is_flash_attn_kernel(b.file); });
   int k = std::max(1, shape.targets), n = std::min(std::max(1, shape.threads), k);
   if (flash) {
     int measured = 0;
     for (const std::string& file : flash_attn_kernel_files()) {
-      const MeasuredJob* b = nearest(bases, *parse_kernel(file));
+      const MeasuredRow* b = nearest_flash_attn_kernel(bases, file);
       if (!b) continue;  // no measured kernel of this kind at all
       measured += b->file == file;
       w.jobs.push_back(nvcc_job(*b, file, shape));
@@ -282,7 +228,7 @@ Result<Workload> workload_from_measurements(const std::vector<MeasuredJob>& rows
     w.description = fmt::format("flash-attn 2.8 kernels: {} files ({} measured, the rest from their nearest measured file)",
                                 w.jobs.size(), measured);
   } else {
-    for (const MeasuredJob& b : bases) w.jobs.push_back(nvcc_job(b, b.file, shape));
+    for (const MeasuredRow& b : bases) w.jobs.push_back(nvcc_job(b, b.file, shape));
     w.description = fmt::format("{} measured nvcc jobs", w.jobs.size());
   }
   w.description += fmt::format(", {} target{}, nvcc --threads {} ({} at once)", k, k == 1 ? "" : "s",

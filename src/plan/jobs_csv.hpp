@@ -19,15 +19,10 @@
 //    Its profile is the single-target profile played in rounds of n
 //    pipelines (the last round holds the rest), each round taking its
 //    share of the job and scaled by its pipeline count.
-// 3. If every base file is a flash-attn kernel
-//    (flash_{fwd,bwd,fwd_split,fwd_split_align}_hdimH_{fp16,bf16}[_causal]_sm80.cu),
-//    the workload is the whole flash-attn 2.8 kernel build: 96 files, our
-//    model of its list being those 4 kinds x head dims
-//    {32, 64, 96, 128, 192, 256} x {fp16, bf16} x {plain, causal}. A file
-//    that was not measured takes the figures of the nearest measured file
-//    of its kind: nearest head dim (log scale, the larger on a tie), then
-//    same dtype, then same causality. flash_api.cpp (host C++) was not
-//    measured and is left out. Otherwise every base file is one job.
+// 3. If every base file is a flash-attn kernel, the workload is the whole
+//    flash-attn 2.8 kernel build (plan/flash_attn.hpp: 96 files, each
+//    unmeasured one taking the figures of the measured file most like it).
+//    Otherwise every base file is one job.
 #pragma once
 
 #include <optional>
@@ -41,7 +36,8 @@
 
 namespace memgate::plan {
 
-struct MeasuredJob {
+// One row of a measured job table: one nvcc run of one file.
+struct MeasuredRow {
   std::string file;
   std::string targets;    // "sm80", "sm80+sm90", "all6"
   int target_count = 1;
@@ -56,7 +52,7 @@ struct MeasuredJob {
   std::vector<MemSample> samples;  // the profile, if it was found
 };
 
-Result<std::vector<MeasuredJob>> parse_jobs_csv(std::string_view text);
+Result<std::vector<MeasuredRow>> parse_jobs_csv(std::string_view text);
 // `t_seconds,bytes` rows (a header line is skipped).
 std::vector<MemSample> parse_profile_csv(std::string_view text);
 // "sm80" -> 1, "sm80+sm90" -> 2, "all6" -> 6.
@@ -65,17 +61,17 @@ int count_targets(std::string_view targets);
 // Reads the table and the profiles it names from `profiles_dir`, or, if
 // that is empty, from any directory next to the table whose name ends in
 // "profiles". A missing profile is not an error (one is synthesized).
-Result<std::vector<MeasuredJob>> read_jobs_csv(const std::string& path, const std::string& profiles_dir = "");
+Result<std::vector<MeasuredRow>> read_jobs_csv(const std::string& path, const std::string& profiles_dir = "");
 
 struct NvccShape {
   int threads = 1;  // nvcc --threads
   int targets = 1;  // archs in the -gencode list
 };
 
-std::vector<MeasuredJob> base_measurements(const std::vector<MeasuredJob>& rows);
+std::vector<MeasuredRow> base_measurements(const std::vector<MeasuredRow>& rows);
 
 // One nvcc job compiling `file` with the base file's figures.
-PlanJob nvcc_job(const MeasuredJob& base, const std::string& file, const NvccShape& shape);
+PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape);
 
 struct Workload {
   std::vector<PlanJob> jobs;
@@ -83,9 +79,6 @@ struct Workload {
 };
 
 // Steps 1-3 above. Errors if the table has no usable row.
-Result<Workload> workload_from_measurements(const std::vector<MeasuredJob>& rows, const NvccShape& shape);
-
-// The 96 kernel files of our flash-attn 2.8 model, in build order.
-std::vector<std::string> flash_attn_kernel_files();
+Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows, const NvccShape& shape);
 
 }  // namespace memgate::plan

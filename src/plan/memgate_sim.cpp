@@ -1,5 +1,5 @@
-// memgate's policy in simulated time: the real Governor decides, this file
-// plays the runner (start, sample, freeze, thaw, kill, reap) and the
+// memgate's policy in simulated time: the real Governor decides, and
+// SimulatedRun plays the runner (start, sample, freeze, thaw, kill, reap) and the
 // machine (CPU sharing, memory along each job's profile).
 #include <algorithm>
 #include <cmath>
@@ -17,8 +17,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum class SimState { waiting, running, frozen, done };
 
-struct SimJob {
-  int job = 0;
+// The simulated machine's side of one job (the governor keeps its own
+// GovJob): where its current attempt has got to and how fast it moves.
+struct JobProgress {
+  int job = 0;  // index into the PlanJobs
   SimState state = SimState::waiting;
   double p = 0;
   double rate = -1;  // -1: not set in this attempt
@@ -26,9 +28,9 @@ struct SimJob {
   Bytes attempt_peak = 0;
 };
 
-class Runner {
+class SimulatedRun {
  public:
-  Runner(const std::vector<PlanJob>& jobs, const Machine& machine, const MemgateSimOptions& options)
+  SimulatedRun(const std::vector<PlanJob>& jobs, const Machine& machine, const MemgateSimOptions& options)
       : jobs_(jobs), machine_(machine), options_(options), gov_(config(machine), [this](const JobKey& k) {
           return jobs_[std::stoi(k.identity)].predicted;
         }) {}
@@ -38,12 +40,12 @@ class Runner {
  private:
   static GovernorConfig config(const Machine& m) {
     GovernorConfig cfg;
-    cfg.budget = std::max<Bytes>(0, m.budget());
+    cfg.budget = m.budget();
     cfg.hard_limit = cfg.budget;
     cfg.slots = std::max(1, m.cores);
     return cfg;
   }
-  Bytes current(const SimJob& s) const { return memory_at(jobs_[s.job].profile, s.p); }
+  Bytes current(const JobProgress& s) const { return memory_at(jobs_[s.job].profile, s.p); }
   MemoryView view() const;
   void sample_all(double t);
   void oom_check(double t);
@@ -56,19 +58,19 @@ class Runner {
   Machine machine_;
   MemgateSimOptions options_;
   Governor gov_;
-  std::map<JobId, SimJob> sim_;
+  std::map<JobId, JobProgress> sim_;
   MemgateRun out_;
   int done_ = 0;
 };
 
-MemoryView Runner::view() const {
+MemoryView SimulatedRun::view() const {
   MemoryView v;
   for (const auto& [id, s] : sim_)
     if (s.state == SimState::running || s.state == SimState::frozen) v.build_used += current(s);
   return v;
 }
 
-void Runner::sample_all(double t) {
+void SimulatedRun::sample_all(double t) {
   for (auto& [id, s] : sim_) {
     if (s.state != SimState::running && s.state != SimState::frozen) continue;
     gov_.sample(id, current(s), s.attempt_peak, t);
@@ -76,7 +78,7 @@ void Runner::sample_all(double t) {
 }
 
 // Above the confinement limit the kernel kills the largest process tree.
-void Runner::oom_check(double t) {
+void SimulatedRun::oom_check(double t) {
   if (view().build_used <= gov_.config().hard_limit) return;
   JobId victim = -1;
   Bytes most = -1;
@@ -87,8 +89,8 @@ void Runner::oom_check(double t) {
   if (victim >= 0) end_attempt(victim, ExitKind::oom_killed, t);
 }
 
-void Runner::end_attempt(JobId id, ExitKind how, double t) {
-  SimJob& s = sim_.at(id);
+void SimulatedRun::end_attempt(JobId id, ExitKind how, double t) {
+  JobProgress& s = sim_.at(id);
   out_.traces[s.trace].path.push_back({t, s.p});
   bool again = gov_.exited(id, how, 0, t);
   s.p = 0;
@@ -103,12 +105,12 @@ void Runner::end_attempt(JobId id, ExitKind how, double t) {
   if (how != ExitKind::finished) ++out_.failed;
 }
 
-void Runner::apply(const Decisions& d, double t) {
+void SimulatedRun::apply(const Decisions& d, double t) {
   for (JobId id : d.kill) end_attempt(id, ExitKind::killed_by_us, t);
   for (JobId id : d.freeze) sim_.at(id).state = SimState::frozen;
   for (JobId id : d.thaw) sim_.at(id).state = SimState::running;
   for (JobId id : d.admit) {
-    SimJob& s = sim_.at(id);
+    JobProgress& s = sim_.at(id);
     s.state = SimState::running;
     s.p = 0;
     s.rate = -1;
@@ -118,7 +120,7 @@ void Runner::apply(const Decisions& d, double t) {
   }
 }
 
-void Runner::update_rates(double t) {
+void SimulatedRun::update_rates(double t) {
   double demand = 0;
   for (const auto& [id, s] : sim_)
     if (s.state == SimState::running) demand += jobs_[s.job].cpu_demand();
@@ -133,7 +135,7 @@ void Runner::update_rates(double t) {
 
 // Moves every running job forward to `until` or to the first finish,
 // whichever comes first; returns the time reached.
-double Runner::advance(double until) {
+double SimulatedRun::advance(double until) {
   double dt = until;
   for (const auto& [id, s] : sim_)
     if (s.state == SimState::running && s.rate > 0) dt = std::min(dt, (1.0 - s.p) / s.rate);
@@ -150,12 +152,12 @@ double Runner::advance(double until) {
 // Main loop, one pass per event (a tick or a job's end): sample and
 // check memory on ticks, let the governor decide, carry out its
 // decisions, then run the machine until the next event.
-MemgateRun Runner::run() {
+MemgateRun SimulatedRun::run() {
   for (size_t i = 0; i < jobs_.size(); ++i) {
     JobKey key = jobs_[i].key;
     key.identity = std::to_string(i);  // unique, and how the prediction is found
     JobId id = gov_.submit(key, 0);
-    sim_[id] = SimJob{static_cast<int>(i)};
+    sim_[id] = JobProgress{static_cast<int>(i)};
   }
   double total_work = 0;
   for (const PlanJob& j : jobs_) total_work += j.work_s;
@@ -191,8 +193,8 @@ MemgateRun Runner::run() {
 MemgateRun simulate_memgate(const std::vector<PlanJob>& jobs, const Machine& machine,
                             const MemgateSimOptions& options) {
   if (jobs.empty()) return {};
-  Runner runner(jobs, machine, options);
-  return runner.run();
+  SimulatedRun sim(jobs, machine, options);
+  return sim.run();
 }
 
 }  // namespace memgate::plan

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "predict/profile.hpp"
+
 namespace memgate::plan {
 
 double PlanJob::cpu_fraction() const {
@@ -41,20 +43,7 @@ Bytes max_between(const std::vector<ProfilePoint>& profile, double a, double b) 
 }
 
 std::vector<ProfilePoint> downsample(const std::vector<ProfilePoint>& profile, size_t max_points) {
-  if (profile.size() <= max_points || max_points < 3) return profile;
-  std::vector<ProfilePoint> out{profile.front()};
-  size_t inner = profile.size() - 2;
-  size_t buckets = max_points - 2;
-  for (size_t b = 0; b < buckets; ++b) {
-    size_t from = 1 + b * inner / buckets, to = 1 + (b + 1) * inner / buckets;
-    if (from >= to) continue;
-    auto best = std::max_element(profile.begin() + static_cast<std::ptrdiff_t>(from),
-                                 profile.begin() + static_cast<std::ptrdiff_t>(to),
-                                 [](const ProfilePoint& x, const ProfilePoint& y) { return x.bytes < y.bytes; });
-    out.push_back(*best);
-  }
-  out.push_back(profile.back());
-  return out;
+  return downsample_keeping_peaks(profile, max_points);
 }
 
 std::vector<ProfilePoint> simplify(const std::vector<ProfilePoint>& profile, Bytes tolerance) {
@@ -132,20 +121,16 @@ std::vector<ProfilePoint> synthesize_profile(Bytes peak, double peak_at, double 
   return out;
 }
 
+// The recorder's rule (predict/profile.hpp peak_timing), on progress
+// instead of seconds: a profile is a job of duration 1.
 void fill_prediction_from_profile(const std::vector<ProfilePoint>& profile, Prediction& p) {
-  Bytes peak = 0;
-  for (const auto& pt : profile) peak = std::max(peak, pt.bytes);
-  p.peak = peak;
-  double over = 0;
-  Bytes threshold = static_cast<Bytes>(static_cast<double>(peak) * 0.9);
-  for (const auto& pt : profile)
-    if (pt.bytes >= threshold) over = pt.p;
-  Bytes after = 0;
-  for (const auto& pt : profile)
-    if (pt.p > over) after = std::max(after, pt.bytes);
-  // Sampled at the end of a job, "near the peak" lasts to its end.
-  p.peak_over_frac = over >= 0.999 ? 1.0 : over;
-  p.after_peak = p.peak_over_frac < 1.0 ? after : 0;
+  std::vector<MemSample> samples;
+  samples.reserve(profile.size());
+  for (const auto& pt : profile) samples.push_back(MemSample{pt.p, pt.bytes});
+  PeakTiming t = peak_timing(samples, 1.0);
+  p.peak = t.peak;
+  p.peak_over_frac = t.peak_over_frac;
+  p.after_peak = t.peak_over_frac < 1.0 ? t.after_peak_bytes : 0;
 }
 
 void normalize(PlanJob& job) {

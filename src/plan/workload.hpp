@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/capacity.hpp"
 #include "core/job.hpp"
 #include "util/size.hpp"
 
@@ -51,8 +52,8 @@ struct Machine {
   Bytes capacity = 0;
   Bytes reserve = 0;
   // What static job counts must stay within to be called safe, and what
-  // memgate's governor may hand to jobs.
-  Bytes budget() const { return capacity - reserve; }
+  // memgate's governor may hand to jobs (core's budget_for, as in `run`).
+  Bytes budget() const { return budget_for(capacity, reserve).budget; }
 };
 
 // Memory of a job at progress p (linear between profile points).

@@ -41,17 +41,6 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  for (;;) {
-    size_t p = s.find(sep);
-    out.push_back(s.substr(0, p));
-    if (p == std::string_view::npos) break;
-    s.remove_prefix(p + 1);
-  }
-  return out;
-}
-
 std::optional<std::int64_t> to_int(std::string_view s) {
   s = trim(s);
   if (s.empty()) return std::nullopt;

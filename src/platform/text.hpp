@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/text.hpp"
+
 namespace memgate::platform::text {
 
 std::string_view trim(std::string_view s);
@@ -19,7 +21,7 @@ bool ends_complete(std::string_view s);  // empty, or ends with '\n'
 
 // Splits on runs of spaces and tabs.
 std::vector<std::string_view> words(std::string_view s);
-std::vector<std::string_view> split(std::string_view s, char sep);
+using memgate::split;  // util/text.hpp
 
 // The whole (trimmed) text must be a decimal integer; no sign for unsigned.
 std::optional<std::int64_t> to_int(std::string_view s);

@@ -10,6 +10,7 @@
 
 #include "predict/gpu_arch.hpp"
 #include "predict/temp_paths.hpp"
+#include "util/text.hpp"
 #include "util/fs.hpp"
 
 namespace memgate {
@@ -64,10 +65,7 @@ const std::set<std::string_view> kSourceExts = {
     "c", "cc", "cp", "cpp", "cxx", "c++", "C", "CPP", "cu", "hip", "m", "mm", "M", "s", "S", "sx",
     "f", "for", "f90", "F90", "f95", "F", "rs", "i", "ii", "cui", "ptx", "ixx", "cppm"};
 
-std::string basename_of(std::string_view p) {
-  auto pos = p.find_last_of('/');
-  return std::string(pos == std::string_view::npos ? p : p.substr(pos + 1));
-}
+std::string basename_of(std::string_view p) { return std::string(base_name(p)); }
 
 std::string extension_of(std::string_view name) {
   auto dot = name.find_last_of('.');
@@ -405,13 +403,8 @@ CommandInfo analyze_command(const std::vector<std::string>& argv, const std::str
 }
 
 std::string argv_digest(const std::vector<std::string>& argv) {
-  std::uint64_t h = 14695981039346656037ULL;
-  auto feed = [&h](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ULL;
-    }
-  };
+  std::uint64_t h = kFnvOffset;
+  auto feed = [&h](std::string_view s) { h = fnv1a64(s, h); };
   if (!argv.empty()) {
     size_t prog = program_index(argv);
     feed(normalize_tool_name(argv[prog]));

@@ -33,22 +33,4 @@ PeakTiming peak_timing(const std::vector<MemSample>& profile, double duration_s,
   return t;
 }
 
-std::vector<MemSample> downsample_profile(const std::vector<MemSample>& profile, std::size_t max_points) {
-  if (profile.size() <= max_points || max_points < 2) return profile;
-  std::vector<MemSample> out;
-  out.reserve(max_points);
-  const size_t body = profile.size() - 1;  // the last sample is kept as is
-  const size_t buckets = max_points - 1;
-  for (size_t b = 0; b < buckets; ++b) {
-    size_t lo = b * body / buckets, hi = (b + 1) * body / buckets;
-    if (lo >= hi) continue;
-    auto it = std::max_element(profile.begin() + static_cast<std::ptrdiff_t>(lo),
-                               profile.begin() + static_cast<std::ptrdiff_t>(hi),
-                               [](const MemSample& a, const MemSample& c) { return a.bytes < c.bytes; });
-    out.push_back(*it);
-  }
-  out.push_back(profile.back());
-  return out;
-}
-
 }  // namespace memgate

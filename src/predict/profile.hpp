@@ -29,8 +29,32 @@ struct PeakTiming {
 PeakTiming peak_timing(const std::vector<MemSample>& profile, double duration_s = 0,
                        double high_frac = 0.9);
 
-// At most `max_points` samples, keeping each stretch's highest sample (so
-// peaks survive) and the last sample (so the duration does).
-std::vector<MemSample> downsample_profile(const std::vector<MemSample>& profile, std::size_t max_points = 64);
+// At most `max_points` points of a time- (or progress-) ordered profile:
+// the first and last kept (the start and the duration survive), and from
+// each stretch between them its highest point (so peaks survive). One rule
+// for every profile memgate keeps: a job's samples (MemSample) and plan's
+// progress profiles (plan::ProfilePoint); any point type with `.bytes`.
+template <class Point>
+std::vector<Point> downsample_keeping_peaks(const std::vector<Point>& profile, std::size_t max_points) {
+  if (profile.size() <= max_points || max_points < 3) return profile;
+  std::vector<Point> out{profile.front()};
+  out.reserve(max_points);
+  const std::size_t inner = profile.size() - 2;
+  const std::size_t buckets = max_points - 2;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    std::size_t from = 1 + b * inner / buckets, to = 1 + (b + 1) * inner / buckets;
+    if (from >= to) continue;
+    std::size_t best = from;
+    for (std::size_t i = from + 1; i < to; ++i)
+      if (profile[i].bytes > profile[best].bytes) best = i;
+    out.push_back(profile[best]);
+  }
+  out.push_back(profile.back());
+  return out;
+}
+
+inline std::vector<MemSample> downsample_profile(const std::vector<MemSample>& profile, std::size_t max_points = 64) {
+  return downsample_keeping_peaks(profile, max_points);
+}
 
 }  // namespace memgate

@@ -19,6 +19,7 @@
 #include "platform/cpu.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 #include "wrap/shims.hpp"
 
@@ -45,11 +46,6 @@ std::string wrapper_exe(const std::string& self) {
   if (slash == std::string::npos) return self;
   std::string small = self.substr(0, slash + 1) + "memgate-wrap";
   return ::access(small.c_str(), X_OK) == 0 ? small : self;
-}
-
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
 }
 
 double unix_now() {
@@ -120,7 +116,7 @@ void Runner::open_history() {
   }
   history_ = std::move(*h);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
-  if (auto last = history_->last_build_id(recorder_.cwd(), recorder_.command())) {
+  if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
     if (auto b = history_->load_build(*last)) {
       known_total_ = static_cast<int>(b->jobs.size());
       last_wall_ = b->wall_s();

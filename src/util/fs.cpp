@@ -1,6 +1,7 @@
 #include "util/fs.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,11 @@ std::string join_path(std::string_view a, std::string_view b) {
   if (out.empty() || out.back() != '/') out += '/';
   out += b;
   return out;
+}
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
 }
 
 }  // namespace memgate

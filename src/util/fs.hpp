@@ -19,6 +19,9 @@ Status write_file(const std::string& path, std::string_view content, bool create
 
 bool path_exists(const std::string& path);
 
+// The working directory, or "." if it cannot be had (deleted under us).
+std::string current_dir();
+
 // Join with a single '/'.
 std::string join_path(std::string_view a, std::string_view b);
 

@@ -33,5 +33,5 @@ cmp -s "$moved" "$E2E_TMP/garbage" || fail "the corrupt file was not kept as $mo
 status=0
 "$MEMGATE" history --build 7 --history "$db" 2>"$E2E_TMP/err3" || status=$?
 assert_eq 1 "$status" "exit status for an unknown build"
-grep -q "memgate: error: no build with id 7 in $db" "$E2E_TMP/err3" || fail "bad message: $(cat "$E2E_TMP/err3")"
+grep -q "memgate: error: no build #7 in $db" "$E2E_TMP/err3" || fail "bad message: $(cat "$E2E_TMP/err3")"
 echo "ok"

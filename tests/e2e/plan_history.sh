@@ -32,5 +32,5 @@ id=$(json_get "$E2E_TMP/last.json" 'j["source"].split()[1].lstrip("#")')
 assert_eq "$(json_get "$E2E_TMP/last.json" 'j["recommended_jobs"]')" "$(cat "$E2E_TMP/rec.txt")" "--build ID"
 (cd "$E2E_TMP" && "$MEMGATE" plan --history "$history" --json --cores 2 --memory 1G 2>"$E2E_TMP/else.err") \
   >"$E2E_TMP/else.json"
-grep -q "using the last build of all" "$E2E_TMP/else.err" || fail "note when no build was recorded here"
+grep -q "planning from build #$id, the last anywhere" "$E2E_TMP/else.err" || fail "note when no build was recorded here"
 echo "PASS"

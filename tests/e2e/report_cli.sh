@@ -29,7 +29,7 @@ MEMGATE_HISTORY="$E2E_TMP/none.db" expect_error 1 "no build history at $E2E_TMP/
 
 note "a history with no builds"
 : >empty.db
-expect_error 1 "has no builds yet" "$MEMGATE" report --history empty.db
+expect_error 1 "no build with gated jobs is recorded in empty.db yet" "$MEMGATE" report --history empty.db
 
 note "two synthetic builds"
 "$bench" --jobs 30 --seed 1 --history h.db >/dev/null
@@ -50,7 +50,7 @@ MEMGATE_HISTORY="$E2E_TMP/h.db" "$MEMGATE" report --trace last.json >/dev/null
 [ -s last.json ] && [ ! -e memgate-report.html ] || fail "--trace alone must write only the trace"
 
 note "bad ids and unwritable files"
-expect_error 1 "no build 99 in h.db" "$MEMGATE" report --history h.db --build 99
-expect_error 1 "--build expects a build id or 'last', not 'x1'" "$MEMGATE" report --history h.db --build x1
+expect_error 1 "no build #99 in h.db" "$MEMGATE" report --history h.db --build 99
+expect_error 2 "--build wants a build id or 'last', not 'x1'" "$MEMGATE" report --history h.db --build x1
 expect_error 1 "cannot write $E2E_TMP/no/such/dir.html" "$MEMGATE" report --history h.db --html "$E2E_TMP/no/such/dir.html"
 echo "PASS"

@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "history/build_ref.hpp"
 #include "history/schema.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -188,17 +190,19 @@ TEST_F(HistoryTest, ListsNewestFirstAndFiltersLastBuild) {
   auto h = open();
   ASSERT_TRUE(h);
   EXPECT_TRUE(h->list_builds(10).empty());
-  EXPECT_FALSE(h->last_build_id(std::nullopt, std::nullopt));
+  EXPECT_FALSE(h->last_build_id({}));
   auto a1 = *h->save_build(sample_build("/src/a", "make -j", 2));
   auto b1 = *h->save_build(sample_build("/src/b", "make -j", 1));
   auto a2 = *h->save_build(sample_build("/src/a", "ninja", 0));
   auto a3 = *h->save_build(sample_build("/src/a", "make -j", 4));
-  EXPECT_EQ(h->last_build_id(std::string("/src/a"), std::string("make -j")), a3);
-  EXPECT_EQ(h->last_build_id(std::string("/src/b"), std::string("make -j")), b1);
-  EXPECT_EQ(h->last_build_id(std::string("/src/a"), std::nullopt), a3);
-  EXPECT_EQ(h->last_build_id(std::nullopt, std::string("ninja")), a2);
-  EXPECT_EQ(h->last_build_id(std::nullopt, std::nullopt), a3);
-  EXPECT_FALSE(h->last_build_id(std::string("/src/c"), std::nullopt));
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j"}), a3);
+  EXPECT_EQ(h->last_build_id({"/src/b", "make -j"}), b1);
+  EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt}), a3);
+  EXPECT_EQ(h->last_build_id({std::nullopt, "ninja"}), a2);
+  EXPECT_EQ(h->last_build_id({}), a3);
+  EXPECT_FALSE(h->last_build_id({"/src/c", std::nullopt}));
+  EXPECT_EQ(h->last_build_id({std::nullopt, "ninja", true}), std::nullopt) << "a2 gated no job";
+  EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt, true}), a3);
   EXPECT_LT(a1, b1);
 
   auto list = h->list_builds(3);
@@ -552,9 +556,32 @@ TEST_F(HistoryTest, CommandRejectsUnknownBuild) {
   { ASSERT_TRUE(open()); }
   auto r = run_memgate({"history", "--build", "42", "--history", path_}, dir_);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("memgate: error: no build with id 42 in " + path_), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("memgate: error: no build #42 in " + path_), std::string::npos) << r.err;
   auto last = run_memgate({"history", "--build", "last", "--history", path_}, dir_);
   EXPECT_EQ(last.status, 1);
   auto bad = run_memgate({"history", "--build", "yesterday", "--history", path_}, dir_);
-  EXPECT_NE(bad.status, 0);
+  EXPECT_EQ(bad.status, 2) << "a malformed --build is a usage error";
+}
+
+TEST_F(HistoryTest, LastSkipsBuildsWithoutJobsAndPrefersThisDirectory) {
+  auto h = open();
+  ASSERT_TRUE(h);
+  auto here = *h->save_build(sample_build("/src/a", "make -j", 2));
+  auto elsewhere = *h->save_build(sample_build("/src/b", "make -j", 3));
+  (void)*h->save_build(sample_build("/src/a", "true", 0));  // memgate run -- true
+  auto a = load_build_ref(*h, "last", "/src/a", path_);
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a->build.id, here);
+  EXPECT_EQ(a->description, fmt::format("build #{}, the last in this directory", here));
+  auto c = load_build_ref(*h, "last", "/src/c", path_);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->build.id, elsewhere);
+  EXPECT_NE(c->description.find("the last anywhere"), std::string::npos);
+  EXPECT_EQ(load_build_ref(*h, std::to_string(here), "/x", path_)->build.id, here);
+  EXPECT_FALSE(load_build_ref(*h, "99", "/x", path_).ok());
+  EXPECT_FALSE(load_build_ref(*h, "yesterday", "/x", path_).ok());
+  EXPECT_TRUE(is_build_ref("last"));
+  EXPECT_TRUE(is_build_ref("12"));
+  EXPECT_FALSE(is_build_ref("-1"));
+  EXPECT_FALSE(is_build_ref("0x10"));
 }

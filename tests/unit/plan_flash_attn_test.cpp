@@ -29,10 +29,10 @@ struct PlanOutcome {
   std::vector<PlanJob> jobs;
 };
 
-const std::vector<MeasuredJob>& table() {
-  static const std::vector<MeasuredJob> rows = [] {
+const std::vector<MeasuredRow>& table() {
+  static const std::vector<MeasuredRow> rows = [] {
     auto r = read_jobs_csv(std::string(MEMGATE_FIXTURES) + "/flash-attn/flash-attn-nvcc-jobs.csv");
-    return r.ok() ? *r : std::vector<MeasuredJob>{};
+    return r.ok() ? *r : std::vector<MeasuredRow>{};
   }();
   return rows;
 }

@@ -17,13 +17,13 @@ namespace {
 
 const std::string kCsv = std::string(MEMGATE_FIXTURES) + "/flash-attn/flash-attn-nvcc-jobs.csv";
 
-std::vector<MeasuredJob> fixture_rows() {
+std::vector<MeasuredRow> fixture_rows() {
   auto rows = read_jobs_csv(kCsv);
   EXPECT_TRUE(rows.ok()) << (rows.ok() ? "" : rows.error());
-  return rows.ok() ? *rows : std::vector<MeasuredJob>{};
+  return rows.ok() ? *rows : std::vector<MeasuredRow>{};
 }
 
-const MeasuredJob& row(const std::vector<MeasuredJob>& rows, const std::string& file, const std::string& targets,
+const MeasuredRow& row(const std::vector<MeasuredRow>& rows, const std::string& file, const std::string& targets,
                        int threads) {
   for (const auto& r : rows)
     if (r.file == file && r.targets == targets && r.nvcc_threads == threads) return r;
@@ -35,7 +35,7 @@ const MeasuredJob& row(const std::vector<MeasuredJob>& rows, const std::string& 
 TEST(PlanJobsCsv, ReadsTheFlashAttnTableAndItsProfiles) {
   auto rows = fixture_rows();
   ASSERT_EQ(rows.size(), 25u);
-  const MeasuredJob& bwd = row(rows, "flash_bwd_hdim256_bf16_sm80.cu", "sm80", 1);
+  const MeasuredRow& bwd = row(rows, "flash_bwd_hdim256_bf16_sm80.cu", "sm80", 1);
   EXPECT_EQ(bwd.peak, 6958387200);
   EXPECT_TRUE(bwd.contended);
   EXPECT_EQ(count_targets("all6"), 6);
@@ -201,11 +201,10 @@ class FakeHistory : public History {
     if (it == builds.end()) return std::nullopt;
     return it->second;
   }
-  std::optional<std::int64_t> last_build_id(const std::optional<std::string>& cwd,
-                                            const std::optional<std::string>&) override {
+  std::optional<std::int64_t> last_build_id(const BuildQuery& q) override {
     std::optional<std::int64_t> last;
     for (const auto& [id, b] : builds)
-      if (!cwd || b.cwd == *cwd) last = id;
+      if ((!q.cwd || b.cwd == *q.cwd) && (!q.with_jobs || !b.jobs.empty())) last = id;
     return last;
   }
   std::vector<JobRecord> jobs_for_prediction(int) override { return {}; }
@@ -227,22 +226,24 @@ BuildRecord tiny_build(const std::string& cwd) {
 
 }  // namespace
 
-TEST(PlanHistoryInput, UsesTheLastBuildHereElseTheLastOfAllWithANote) {
+TEST(PlanHistoryInput, UsesTheLastBuildHereElseTheLastOfAllAndSaysWhich) {
   FakeHistory h;
   h.save_build(tiny_build("/src/a"));
   h.save_build(tiny_build("/src/b"));
-  auto here = input_from_history(h, std::nullopt, "/src/a");
+  auto here = input_from_history(h, "last", "/src/a");
   ASSERT_TRUE(here.ok()) << here.error();
-  EXPECT_NE(here->source.find("build #1"), std::string::npos);
-  EXPECT_TRUE(here->notes.empty());
-  auto elsewhere = input_from_history(h, std::nullopt, "/src/c");
+  EXPECT_NE(here->source.find("build #1 in /src/a"), std::string::npos) << here->source;
+  ASSERT_EQ(here->notes.size(), 1u);
+  EXPECT_EQ(here->notes[0], "planning from build #1, the last in this directory");
+  auto elsewhere = input_from_history(h, "last", "/src/c");
   ASSERT_TRUE(elsewhere.ok());
-  EXPECT_NE(elsewhere->source.find("build #2"), std::string::npos);
-  EXPECT_EQ(elsewhere->notes.size(), 1u);
+  EXPECT_NE(elsewhere->source.find("build #2"), std::string::npos) << elsewhere->source;
+  ASSERT_EQ(elsewhere->notes.size(), 1u);
+  EXPECT_NE(elsewhere->notes[0].find("the last anywhere (none in /src/c)"), std::string::npos);
   EXPECT_EQ(elsewhere->jobs.size(), 2u);
-  EXPECT_FALSE(input_from_history(h, 7, "/src/a").ok());
+  EXPECT_FALSE(input_from_history(h, "7", "/src/a").ok());
   FakeHistory empty;
-  auto none = input_from_history(empty, std::nullopt, "/src/a");
+  auto none = input_from_history(empty, "last", "/src/a");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("memgate run"), std::string::npos);
 }

@@ -354,16 +354,16 @@ std::vector<MemSample> load_profile(const std::string& path) {
   return out;
 }
 
-struct MeasuredJob {
+struct MeasuredRow {
   std::string targets, profile;
   double wall_s = 0, t_peak_s = 0;
   Bytes peak = 0;
   bool contended = false;
 };
 
-std::vector<MeasuredJob> load_jobs() {
+std::vector<MeasuredRow> load_jobs() {
   std::ifstream in(data_dir() + "/flash-attn-nvcc-jobs.csv");
-  std::vector<MeasuredJob> out;
+  std::vector<MeasuredRow> out;
   std::string line;
   get_line(in, line);
   while (get_line(in, line)) {
