@@ -74,6 +74,9 @@ enum class Counter {
   wrapper_connections,  // connections the socket accepted
   refused_uid,        // connections refused: another user
   dropped_malformed,  // connections dropped for a protocol error
+  dropped_idle,       // connections dropped for sending nothing (or half a frame) for too long
+  refused_pid,        // `started` pids ignored: not below the wrapper that reported them
+  unjoined,           // attempts that could not join their cgroup (measured from /proc)
 };
 
 // Counters present in a record: a missing one was not recorded (an older

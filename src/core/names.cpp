@@ -55,7 +55,7 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
     {EventKind::pressure, "pressure"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 21> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 24> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -77,6 +77,9 @@ constexpr std::array<std::pair<Counter, std::string_view>, 21> kCounters{{
     {Counter::wrapper_connections, "wrapper_connections"},
     {Counter::refused_uid, "refused_uid"},
     {Counter::dropped_malformed, "dropped_malformed"},
+    {Counter::dropped_idle, "dropped_idle"},
+    {Counter::refused_pid, "refused_pid"},
+    {Counter::unjoined, "unjoined"},
 }};
 
 }  // namespace

@@ -184,6 +184,17 @@ Bytes tree_rss(pid_t root, const std::vector<ProcInfo>& all) {
 
 Bytes tree_rss(pid_t root, const std::string& proc_root) { return tree_rss(root, read_all_processes(proc_root)); }
 
+bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc_root) {
+  if (pid <= 0 || ancestor <= 0) return false;
+  for (int depth = 0; depth < 64; ++depth) {
+    if (pid == ancestor) return true;
+    auto st = read_proc_stat(pid, proc_root);
+    if (!st || st->ppid <= 0 || st->ppid == pid) return false;
+    pid = st->ppid;
+  }
+  return false;
+}
+
 double ticks_to_seconds(std::uint64_t ticks) {
   static const long hz = ::sysconf(_SC_CLK_TCK);
   return static_cast<double>(ticks) / static_cast<double>(hz > 0 ? hz : 100);

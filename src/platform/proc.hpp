@@ -83,6 +83,11 @@ Bytes tree_rss(pid_t root, const std::string& proc_root = "/proc");
 // Pure counterpart of tree_rss over a snapshot.
 Bytes tree_rss(pid_t root, const std::vector<ProcInfo>& all);
 
+// Whether `pid` is `ancestor` or one of its descendants, walking ppid
+// links up from `pid` (bounded: a damaged or cyclic chain is "no"). How a
+// pid a wrapper reports is trusted: it must lie below the wrapper itself.
+bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc_root = "/proc");
+
 double ticks_to_seconds(std::uint64_t ticks);
 
 }  // namespace memgate::platform

@@ -22,6 +22,7 @@ std::vector<std::string> JobExec::prepare_attempt() {
   end_attempt();
   ++attempt_;
   child_ = 0;
+  joined_ = true;
   proc_peak_ = 0;
   if (!parent_) return {};
   auto cg = parent_->create_child(fmt::format("job-{}-{}", job_id_, attempt_));
@@ -36,8 +37,21 @@ std::vector<std::string> JobExec::prepare_attempt() {
   return dirs;
 }
 
+bool JobExec::set_child(pid_t pid) {
+  child_ = pid;
+  joined_ = true;
+  if (!cg_ || pid <= 0) return true;
+  auto members = cg_->all_processes();
+  if (std::find(members.begin(), members.end(), pid) != members.end()) return true;
+  // Gone already, or never there: only a live process outside says which.
+  if (::kill(pid, 0) != 0) return true;
+  joined_ = false;
+  log::warn("job {}: its program (pid {}) is not in its cgroup; measuring it from /proc", job_id_, pid);
+  return false;
+}
+
 std::vector<pid_t> JobExec::tree() const {
-  if (cg_) {
+  if (cg_ && joined_) {
     auto pids = cg_->all_processes();
     if (!pids.empty()) return pids;
   }
@@ -47,7 +61,7 @@ std::vector<pid_t> JobExec::tree() const {
 
 JobMemory JobExec::sample() {
   JobMemory m;
-  if (cg_) {
+  if (cg_ && joined_) {
     if (auto u = cg_->usage()) {
       m.current = *u;
       m.peak = std::max(cg_->peak().value_or(0), *u);
@@ -63,7 +77,7 @@ JobMemory JobExec::sample() {
 }
 
 bool JobExec::freeze(bool frozen) {
-  if (cg_ && cg_->can_freeze()) {
+  if (cg_ && joined_ && cg_->can_freeze()) {
     if (cg_->freeze(frozen)) return true;
   }
   std::vector<pid_t> pids = tree();
@@ -73,7 +87,7 @@ bool JobExec::freeze(bool frozen) {
 }
 
 void JobExec::kill() {
-  if (cg_ && cg_->kill_all()) return;
+  if (cg_ && joined_ && cg_->kill_all()) return;
   for (pid_t p : tree()) ::kill(p, SIGKILL);
   // A SIGSTOPped tree must be continued to die promptly.
   for (pid_t p : tree()) ::kill(p, SIGCONT);

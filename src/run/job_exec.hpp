@@ -33,7 +33,12 @@ class JobExec {
   // Before a grant: a fresh measuring scope for the attempt. Returns the
   // cgroup dirs the program must join (empty: /proc fallback).
   std::vector<std::string> prepare_attempt();
-  void set_child(pid_t pid) { child_ = pid; }
+  // The program's pid, as the wrapper reported it (already checked to lie
+  // below the wrapper). A child that is not in its attempt's cgroup could
+  // not join it: the attempt is then measured, frozen and killed through
+  // its /proc tree, never taken for a job that used nothing. Returns false
+  // in that case.
+  bool set_child(pid_t pid);
   pid_t child() const { return child_; }
 
   JobMemory sample();
@@ -44,7 +49,7 @@ class JobExec {
   // The kernel OOM killer struck this attempt.
   bool oom_killed() const;
   void end_attempt();
-  bool has_cgroup() const { return cg_.has_value(); }
+  bool has_cgroup() const { return cg_.has_value() && joined_; }
 
  private:
   std::vector<pid_t> tree() const;
@@ -56,6 +61,7 @@ class JobExec {
   pid_t child_ = 0;
   std::int64_t oom_base_ = 0;
   Bytes proc_peak_ = 0;  // /proc fallback: the highest sample
+  bool joined_ = true;   // the child is in cg_
 };
 
 }  // namespace memgate

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+
+#include <fmt/core.h>
 
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -32,6 +35,9 @@ constexpr std::uint64_t kMaxLoggedDrops = 20;
 struct Conn {
   int fd = -1;
   pid_t pid = 0;
+  double accepted_s = 0;
+  double partial_since_s = -1;  // when an incomplete frame began to wait; -1: none
+  bool spoke = false;           // a whole message arrived
   FrameDecoder decoder;
   std::string out;  // frames not yet taken by the socket
   bool broken = false;
@@ -169,6 +175,7 @@ void JobServer::accept_all() {
     Conn c;
     c.fd = fd;
     c.pid = cred.pid;
+    c.accepted_s = monotonic_seconds();
     s_->conns.emplace(id, std::move(c));
     s_->by_fd[fd] = id;
     ++s_->counters.accepted;
@@ -223,6 +230,14 @@ void JobServer::read_from(ConnId id) {
     taken += static_cast<std::size_t>(n);
     c->decoder.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     if (!deliver(id)) return;
+    c = s_->find(id);
+    if (!c) return;
+    if (!c->decoder.mid_frame()) c->partial_since_s = -1;
+    else if (c->partial_since_s < 0) c->partial_since_s = monotonic_seconds();
+    // Summing every connection is cheap next to a 64 KiB read, and only a
+    // frame that keeps arriving in pieces gets here.
+    if (c->decoder.buffered() >= kReadChunk && buffered_total() > kBufferedCap)
+      return drop_malformed(id, "too much incomplete data buffered");
   }
 }
 
@@ -237,7 +252,39 @@ bool JobServer::deliver(ConnId id) {
       drop_malformed(id, msg->error());
       return false;
     }
+    c->spoke = true;
     if (on_message) on_message(id, msg->value());
+  }
+}
+
+std::size_t JobServer::buffered_total() const {
+  std::size_t sum = 0;
+  for (const auto& [id, c] : s_->conns) sum += c.decoder.buffered();
+  return sum;
+}
+
+double JobServer::monotonic_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void JobServer::drop_idle(double now_s) {
+  std::vector<ConnId> quiet;
+  for (const auto& [id, c] : s_->conns) {
+    bool silent = !c.spoke && now_s - c.accepted_s > kQuietLimit_s;
+    bool stuck = c.partial_since_s >= 0 && now_s - c.partial_since_s > kQuietLimit_s;
+    if (silent || stuck) quiet.push_back(id);
+  }
+  for (ConnId id : quiet) {
+    Conn* c = s_->find(id);
+    if (!c) continue;  // an earlier on_closed closed it
+    ++s_->counters.dropped_idle;
+    if (s_->logged_drops++ < kMaxLoggedDrops)
+      log::warn("dropped a connection from pid {}: {} for {:.0f} s", c->pid,
+                c->spoke ? "half a message" : "nothing sent", kQuietLimit_s);
+    s_->drop(id);
+    if (on_closed) on_closed(id);
   }
 }
 

@@ -40,6 +40,7 @@ struct ServerCounters {
   std::uint64_t refused_uid = 0;        // closed at accept: another uid
   std::uint64_t dropped_malformed = 0;  // closed for a bad, oversized or truncated frame
   std::uint64_t closed_by_peer = 0;     // clean hang-ups
+  std::uint64_t dropped_idle = 0;       // closed: no request, or half a frame, for too long
 };
 
 class JobServer {
@@ -61,6 +62,18 @@ class JobServer {
 
   void append_pollfds(std::vector<pollfd>& fds) const;
   void handle_ready(const std::vector<pollfd>& fds);
+  // Drops connections that sent no whole message within kQuietLimit_s of
+  // connecting, or have held half a frame that long: such connections
+  // would otherwise sit on the connection cap (and their buffers on
+  // memgate's memory) forever. A wrapper sends its request at once and
+  // whole, then may wait in the queue for as long as it takes. Call it
+  // every tick; `now_s` is steady-clock seconds (monotonic_seconds()).
+  void drop_idle(double now_s);
+  static double monotonic_seconds();
+  static constexpr double kQuietLimit_s = 30;
+  // All connections together buffer at most this much of incomplete
+  // frames; the connection that goes over is dropped as malformed.
+  static constexpr std::size_t kBufferedCap = 64 * 1024 * 1024;
 
   // Queues the frame and writes what the socket takes now; the rest goes
   // out on POLLOUT. False if the connection is unknown or already broken.
@@ -85,6 +98,7 @@ class JobServer {
   void read_from(ConnId id);
   bool deliver(ConnId id);
   void drop_malformed(ConnId id, const std::string& why);
+  std::size_t buffered_total() const;
   std::unique_ptr<State> s_;
 };
 

@@ -289,10 +289,12 @@ void Runner::finish() {
     t.slots = slots_;
     t.cgroup_peak = cgroups_->peak().value_or(0);
     t.counters = gov_->counters();
+    for (const auto& [c, n] : extra_counters_) t.counters[c] += n;
     const ServerCounters& sc = server_->counters();
     t.counters[Counter::wrapper_connections] = static_cast<std::int64_t>(sc.accepted);
     t.counters[Counter::refused_uid] = static_cast<std::int64_t>(sc.refused_uid);
     t.counters[Counter::dropped_malformed] = static_cast<std::int64_t>(sc.dropped_malformed);
+    t.counters[Counter::dropped_idle] = static_cast<std::int64_t>(sc.dropped_idle);
     t.events = gov_->events();
     BuildRecord b = recorder_.build_record(t);
     publish(b, history_.get(), cgroups_->degraded(), opt_.quiet, opt_.report_html, opt_.trace_json);

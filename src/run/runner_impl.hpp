@@ -108,6 +108,7 @@ class Runner {
   std::map<ConnId, ConnectedJob> live_;
   std::map<JobId, ConnId> conn_of_;
   size_t events_seen_ = 0;
+  Counters extra_counters_;  // the runner's own decisions, beside the governor's
   MemoryView view_;
   double next_tick_ = 0;
   int known_total_ = 0;  // jobs of the last build of this command, from history

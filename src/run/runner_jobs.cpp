@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "platform/proc.hpp"
 #include "predict/profile.hpp"
 #include "run/build_process.hpp"
 #include "run/runner_impl.hpp"
@@ -61,10 +62,20 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   if (!abort_signal_) schedule();
 }
 
+// The pid is the wrapper's word; memgate may freeze and kill it (as root,
+// anything), so it counts only if it lies below the wrapper the kernel
+// vouches for (SO_PEERCRED).
 void Runner::on_started(ConnId conn, const StartedMsg& m) {
   auto it = live_.find(conn);
   if (it == live_.end()) return;
-  it->second.exec->set_child(m.pid);
+  pid_t peer = server_->peer_pid(conn);
+  if (!platform::descends_from(m.pid, peer)) {
+    ++extra_counters_[Counter::refused_pid];
+    log::warn("job {}: the wrapper (pid {}) reported pid {}, which is not its own child; ignoring it", it->second.id,
+              peer, m.pid);
+    return;
+  }
+  if (!it->second.exec->set_child(m.pid)) ++extra_counters_[Counter::unjoined];
 }
 
 // How the attempt ended decides between a verdict of "done" and a rerun.
@@ -156,6 +167,7 @@ void Runner::sample_jobs() {
 
 void Runner::tick() {
   double t = now();
+  server_->drop_idle(JobServer::monotonic_seconds());
   sample_jobs();
   Bytes jobs_current = 0;
   for (const auto& [conn, job] : live_) jobs_current += job.current;

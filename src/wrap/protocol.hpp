@@ -93,6 +93,8 @@ class FrameDecoder {
   // Bytes of an incomplete frame are buffered: an EOF now means the peer
   // sent a truncated frame.
   bool mid_frame() const { return buf_.size() > pos_; }
+  // Bytes held for frames not yet complete.
+  std::size_t buffered() const { return buf_.size() - pos_; }
 
  private:
   std::string buf_;

@@ -125,6 +125,17 @@ TEST(ProcTree, TreeIsRootAndAllDescendants) {
   EXPECT_TRUE(process_tree(9999, kTree).empty());
 }
 
+TEST(ProcTree, DescentFollowsParentLinksUpwards) {
+  EXPECT_TRUE(descends_from(404, 200, kTree));
+  EXPECT_TRUE(descends_from(311, 310, kTree));
+  EXPECT_TRUE(descends_from(310, 310, kTree));
+  EXPECT_FALSE(descends_from(200, 404, kTree)) << "an ancestor is not a descendant";
+  EXPECT_FALSE(descends_from(311, 200, kTree));
+  EXPECT_FALSE(descends_from(1, 200, kTree));
+  EXPECT_FALSE(descends_from(9999, 200, kTree)) << "a pid that is gone";
+  EXPECT_FALSE(descends_from(0, 200, kTree));
+}
+
 TEST(ProcTree, TreeRssSumsTheTree) {
   EXPECT_EQ(tree_rss(310, kTree), (10240 + 6291456 + 1048576) * KiB);
   EXPECT_EQ(tree_rss(9999, kTree), 0);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -313,4 +314,62 @@ TEST(PrivateDir, IsMode0700AndRemovable) {
   EXPECT_TRUE(remove_private_dir(*dir).ok());
   EXPECT_FALSE(path_exists(*dir));
   ::rmdir(base);
+}
+
+TEST_F(ServerTest, DropsConnectionsThatStayQuietOrHalfSpoken) {
+  int silent = connect_to(sock());
+  int half = connect_to(sock());
+  int waiting = connect_to(sock());
+  ASSERT_GE(silent, 0);
+  ASSERT_GE(half, 0);
+  ASSERT_GE(waiting, 0);
+  send_raw(half, header_of(100) + "{\"type\":");  // a frame that never completes
+  ASSERT_TRUE(write_message(waiting, request(::getpid())).ok());
+  ASSERT_TRUE(pump(*server_, [&] { return server_->connection_count() == 3 && received_.size() == 1; }));
+  double now = JobServer::monotonic_seconds();
+  server_->drop_idle(now + 1);
+  EXPECT_EQ(server_->connection_count(), 3u) << "a second is not idle";
+  server_->drop_idle(now + JobServer::kQuietLimit_s + 1);
+  EXPECT_EQ(server_->connection_count(), 1u) << "the silent and the half-spoken go; the queued wrapper stays";
+  EXPECT_EQ(server_->counters().dropped_idle, 2u);
+  EXPECT_EQ(closed_.size(), 2u);
+  EXPECT_TRUE(peer_closed(silent));
+  EXPECT_TRUE(peer_closed(half));
+  for (int fd : {silent, half, waiting}) ::close(fd);
+}
+
+TEST_F(ServerTest, BuffersAtMostTheCapOfIncompleteFramesAcrossConnections) {
+  // Each connection holds just under one frame; together they pass the cap.
+  const std::size_t per = kMaxFrame - 16;
+  const std::size_t n = JobServer::kBufferedCap / per + 2;
+  std::vector<int> fds;
+  std::string chunk = header_of(kMaxFrame) + std::string(per - 4, 'x');
+  for (std::size_t i = 0; i < n; ++i) {
+    int fd = connect_to(sock());
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  ASSERT_TRUE(pump(*server_, [&] { return server_->connection_count() == n; }));
+  // Writers run beside the loop: each connection's data exceeds the socket buffer.
+  std::vector<std::thread> writers;
+  std::atomic<std::size_t> written{0};
+  for (int fd : fds) writers.emplace_back([fd, &chunk, &written] {
+    std::size_t off = 0;
+    while (off < chunk.size()) {
+      ssize_t w = ::send(fd, chunk.data() + off, chunk.size() - off, MSG_NOSIGNAL);
+      if (w <= 0) break;  // dropped by the server
+      off += static_cast<std::size_t>(w);
+    }
+    ++written;
+  });
+  // Keep serving until every writer is done: a writer blocks until the
+  // server reads its data.
+  bool ok = pump(*server_, [&] { return written == fds.size(); });
+  if (!ok)
+    for (int fd : fds) ::shutdown(fd, SHUT_RDWR);  // unblock the writers so the test ends
+  for (auto& w : writers) w.join();
+  ASSERT_TRUE(ok);
+  EXPECT_GE(server_->counters().dropped_malformed, 1u);
+  EXPECT_LT(server_->connection_count(), n);
+  for (int fd : fds) ::close(fd);
 }
