@@ -8,7 +8,6 @@
 #include <fmt/core.h>
 
 #include "platform/meminfo.hpp"
-#include "platform/psi.hpp"
 #include "predict/identity.hpp"
 #include "predict/profile.hpp"
 #include "run/build_process.hpp"
@@ -173,7 +172,9 @@ MemoryView Runner::read_memory() {
     if (auto mi = platform::read_meminfo(); mi && mi->total && mi->available) total = *mi->total - *mi->available;
   }
   v.outside = total ? std::max<Bytes>(0, *total - v.build_used) : 0;
-  if (auto psi = platform::read_psi(); psi && psi->full) v.psi_full_avg10 = psi->full->avg10;
+  // The build's own stalls where the kernel keeps them (v2), not other tenants'.
+  auto pressure = platform::build_memory_pressure(confine_ ? &*confine_ : nullptr);
+  if (pressure.psi && pressure.psi->full) v.psi_full_avg10 = pressure.psi->full->avg10;
   return v;
 }
 
