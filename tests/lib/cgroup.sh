@@ -273,21 +273,37 @@ cg_cpu_favour() {
 }
 
 # Thaws, then kills, whatever is left in DIR and below, and removes it
-# (deepest first). Works on v1 memory and freezer directories and on v2.
+# (deepest first). Works on v1 memory and freezer directories and on v2,
+# where cgroup.kill (5.14+) ends the whole subtree at once.
 cg_destroy() {
-  local dir=$1 sub pid tries pids
+  local dir=$1 tries pids pid sub
   [ -d "$dir" ] || return 0
-  [ -f "$dir/freezer.state" ] && { echo THAWED >"$dir/freezer.state" 2>/dev/null || true; }
-  [ -f "$dir/cgroup.freeze" ] && { echo 0 >"$dir/cgroup.freeze" 2>/dev/null || true; }
-  for sub in "$dir"/*/; do [ -d "$sub" ] && cg_destroy "${sub%/}"; done
+  cglib_thaw_tree "$dir"
   [ -f "$dir/cgroup.kill" ] && { echo 1 >"$dir/cgroup.kill" 2>/dev/null || true; }
   for tries in $(seq 100); do
-    pids=$(cg_procs "$dir")
+    pids=$(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
     [ -z "$pids" ] && break
     for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
     sleep 0.1
   done
-  rmdir "$dir" 2>/dev/null || { echo "cglib: could not remove cgroup $dir" >&2; return 0; }
+  for sub in $(find "$dir" -mindepth 1 -type d 2>/dev/null | sort -r); do rmdir "$sub" 2>/dev/null || true; done
+  for tries in $(seq 20); do  # the kernel may still be tearing the last tasks down
+    rmdir "$dir" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "cglib: could not remove cgroup $dir" >&2
+}
+
+# A v1 child frozen on its own stays frozen when its parent thaws, so every
+# level is thawed (v2's cgroup.freeze is per cgroup too).
+cglib_thaw_tree() {
+  local f
+  for f in $(find "$1" \( -name freezer.state -o -name cgroup.freeze \) 2>/dev/null); do
+    case $f in
+      */freezer.state) echo THAWED >"$f" 2>/dev/null || true ;;
+      *) echo 0 >"$f" 2>/dev/null || true ;;
+    esac
+  done
 }
 
 # Removes what memgate (pid $1) left in the v1 freezer hierarchy if it
