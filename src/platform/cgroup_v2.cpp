@@ -68,8 +68,9 @@ void move_processes(const std::string& from, const std::string& to) {
 }
 
 std::string mkdir_error(const std::string& dir) {
-  return fmt::format("cannot create cgroup {}: {}{}", dir, std::strerror(errno),
-                     errno == EACCES || errno == EPERM ? " (the cgroup is not delegated to this user)" : "");
+  int err = errno;
+  return fmt::format("cannot create cgroup {}: {}{}", dir, std::strerror(err),
+                     err == EACCES || err == EPERM ? not_delegated_hint(path_exists("/run/systemd/system")) : "");
 }
 
 // Under the lock: the leaf, every process into it, then the controllers.
@@ -106,6 +107,12 @@ bool others_below(const std::string& base) {
 }
 
 }  // namespace
+
+std::string not_delegated_hint(bool systemd) {
+  if (!systemd) return " (the cgroup is not delegated to this user)";
+  return " (the cgroup is not delegated to this user; systemd-run --user --scope -p Delegate=yes memgate run ... "
+         "gives memgate one that is)";
+}
 
 Result<V2Plan> plan_v2_base(const V2Facts& f) {
   V2Plan plan;

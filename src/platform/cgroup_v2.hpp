@@ -48,6 +48,10 @@ struct V2Plan {
 };
 Result<V2Plan> plan_v2_base(const V2Facts& facts);
 
+// What an EACCES on our own cgroup means, for the degraded: line: where
+// systemd runs, how to get a delegated scope from it.
+std::string not_delegated_hint(bool systemd);
+
 // Where memgate's cgroups can be created, after doing what plan_v2_base
 // says. `own` is the cgroup memgate is in afterwards.
 struct V2Base {

@@ -126,6 +126,11 @@ TEST_F(LoginTree, ReleaseWithoutALeafDoesNothing) {
   EXPECT_EQ(text(session_ + "/cgroup.subtree_control"), "");
 }
 
+TEST(PlanV2Base, NotDelegatedSaysHowSystemdDelegates) {
+  EXPECT_EQ(not_delegated_hint(false), " (the cgroup is not delegated to this user)");
+  EXPECT_NE(not_delegated_hint(true).find("systemd-run --user --scope -p Delegate=yes"), std::string::npos);
+}
+
 TEST(BuildPressure, TheBuildCgroupsOwnStallsWhereTheKernelHasThem) {
   auto session = Cgroup::open(CgroupVersion::v2, memgate::test::kFixtures + "/cgroup2/login" + kSession);
   auto p = build_memory_pressure(&session);
