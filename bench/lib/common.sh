@@ -1,85 +1,57 @@
 # bench/lib/common.sh: cgroups, contender runs and result rows for bench/run
 # (sourced, not run).
 #
-# Every contender runs in a fresh cgroup v1 below the bench's own cgroup
-# (itself below the memory cgroup this process is in), with a hard
-# memory.limit_in_bytes that stands for the machine's RAM. A fresh cgroup per
-# run means memory.max_usage_in_bytes is that run's peak and oom_kill counts
+# Every contender runs in a fresh cgroup below the bench's own cgroup
+# (itself below the memory cgroup this process is in), with a hard memory
+# limit that stands for the machine's RAM. The cgroups come from
+# tests/lib/cgroup.sh, shared with the tests, on cgroup v1 or v2. A fresh
+# cgroup per run means its peak is that run's peak and its OOM kill count
 # only that run's kills. Everything created here is removed on exit, and
 # only processes started here are ever killed: what is left inside our own
-# cgroups, and memgate's freezer cgroup named after the memgate we started.
+# cgroups, and (v1) memgate's freezer cgroup named after the memgate we
+# started.
 
 bench_die() { echo "bench: error: $*" >&2; exit 1; }
 bench_log() { echo "bench: $*" >&2; }
 
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/lib/cgroup.sh"
+
 BENCH_CG=""            # the bench's cgroup: every contender's cgroup is below it
 BENCH_MEMGATE_PIDS=""  # memgates we started (their freezer cgroups to clean up)
 
-cg_self_dir() {  # $1: controller (memory, freezer)
-  local line
-  line=$(grep -E "^[0-9]+:([^:]*,)?$1(,[^:]*)?:" /proc/self/cgroup || true)
-  [ -n "$line" ] || return 1
-  echo "/sys/fs/cgroup/$1${line##*:}"
-}
-
-# bench_cg_init LIMIT: the bench's cgroup, a safety net above every contender.
+# bench_cg_init LIMIT: the bench's cgroup, a safety net above every
+# contender. Needs BENCH_TMP.
 bench_cg_init() {
-  local self
-  self=$(cg_self_dir memory) && [ -w "$self" ] ||
-    bench_die "needs a writable cgroup v1 memory controller (/sys/fs/cgroup/memory; run as root)"
-  BENCH_CG="$self/memgate-bench-$$"
-  mkdir "$BENCH_CG"
-  echo "$1" >"$BENCH_CG/memory.limit_in_bytes"
+  cglib_init "$BENCH_TMP"
+  have_cgroups || bench_die "needs a writable memory cgroup (v1 or v2; run as root, or in a delegated cgroup)"
+  cg_prepare || bench_die "cannot enable the memory controller below $(cg_base) (cgroup v2)"
+  BENCH_CG=$(cg_new "memgate-bench-$$" "$1")
 }
 
 # bench_cg_new NAME LIMIT -> prints the new cgroup's directory.
-bench_cg_new() {
-  local dir="$BENCH_CG/$1"
-  mkdir "$dir"
-  echo "$2" >"$dir/memory.limit_in_bytes"
-  echo "$dir"
-}
+bench_cg_new() { cg_child "$BENCH_CG" "$1" "$2"; }
 
-# Thaws, then kills, whatever is left in a cgroup tree, and removes it
-# (deepest first). Works for memory and freezer directories alike.
-cg_destroy() {
-  local dir=$1 sub pid tries pids
-  [ -d "$dir" ] || return 0
-  [ -f "$dir/freezer.state" ] && echo THAWED >"$dir/freezer.state" 2>/dev/null
-  for sub in "$dir"/*/; do [ -d "$sub" ] && cg_destroy "${sub%/}"; done
-  for tries in $(seq 100); do
-    pids=$(cat "$dir/cgroup.procs" 2>/dev/null || true)
-    [ -z "$pids" ] && break
-    for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
-    sleep 0.1
-  done
-  rmdir "$dir" 2>/dev/null || bench_log "could not remove cgroup $dir"
-}
-
-# Removes the freezer cgroups of the memgates we started, if any survived.
+# Removes the v1 freezer cgroups of the memgates we started, if any survived.
 memgate_freezer_cleanup() {
-  local fz pid
-  fz=$(cg_self_dir freezer 2>/dev/null) || return 0
-  for pid in $BENCH_MEMGATE_PIDS; do cg_destroy "$fz/memgate-$pid"; done
+  local pid
+  for pid in $BENCH_MEMGATE_PIDS; do cg_memgate_leftovers "$pid"; done
   BENCH_MEMGATE_PIDS=""
 }
 
 bench_cleanup() {
   memgate_freezer_cleanup
-  [ -n "$BENCH_CG" ] && cg_destroy "$BENCH_CG"
+  cglib_cleanup
   [ -n "${BENCH_TMP:-}" ] && rm -rf "$BENCH_TMP"
 }
-
-cg_oom_kills() { awk '$1=="oom_kill"{print $2}' "$1/memory.oom_control"; }
-cg_peak() { cat "$1/memory.max_usage_in_bytes"; }
 
 # run_in_cgroup DIR TIMEOUT_S LOG CMD... : runs CMD in the foreground inside
 # cgroup DIR, its own process group, output to LOG; sets RUN_WALL (seconds),
 # RUN_RC, RUN_PID (the pid CMD ran as). A run over TIMEOUT_S is killed.
 run_in_cgroup() {
-  local dir=$1 limit=$2 log=$3 t0 t1 pidfile="$BENCH_TMP/run.pid"
+  local dir=$1 limit=$2 log=$3 t0 t1 pidfile="$BENCH_TMP/run.pid" sampler
   shift 3
   rm -f "$pidfile"
+  sampler=$(cg_sample_peak "$dir")  # only where the kernel keeps no peak
   t0=$EPOCHREALTIME
   set +e
   timeout -k 5 "$limit" setsid bash -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2" && shift 2 && exec "$@"' \
@@ -87,6 +59,7 @@ run_in_cgroup() {
   RUN_RC=$?
   set -e
   t1=$EPOCHREALTIME
+  [ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
   RUN_WALL=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
   RUN_PID=$(cat "$pidfile" 2>/dev/null || echo 0)
 }

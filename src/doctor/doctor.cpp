@@ -17,7 +17,9 @@ void probe_cgroups(Findings& f) {
     f.confine_error = "no cgroup memory controller (v1 or v2) is available";
     return;
   }
-  auto probe = platform::Cgroup::create_under(f.cgroups, fmt::format("memgate-doctor-probe-{}", ::getpid()));
+  // A copy: on v2 the probe may move us into a leaf until it is removed.
+  platform::CgroupLayout layout = f.cgroups;
+  auto probe = platform::Cgroup::create_under(layout, fmt::format("memgate-doctor-probe-{}", ::getpid()));
   if (!probe) {
     f.confine_error = probe.error();
     return;

@@ -261,10 +261,16 @@ GovJob* Governor::newest_to_kill() {
 // Escalation, one action per step and each with its cooldown, so the
 // controller never acts in storms on a single spike.
 void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& out) {
-  if (view.psi_full_avg10) {
+  const bool machine_full = view.build_used + view.outside >= scale(cfg_.hard_limit, cfg_.psi_machine_full_frac);
+  if (view.psi_full_avg10 && (!view.psi_machine_wide || machine_full)) {
     if (*view.psi_full_avg10 >= cfg_.psi_full_freeze && !thrashing_) {
       thrashing_ = true;
-      event(now, EventKind::pressure, -1, fmt::format("memory stalls at {:.1f}% (PSI full avg10)", *view.psi_full_avg10));
+      event(now, EventKind::pressure, -1,
+            view.psi_machine_wide
+                ? fmt::format("the machine's memory stalls at {:.1f}% (PSI full avg10) and it is nearly full",
+                              *view.psi_full_avg10)
+                : fmt::format("the build's memory stalls at {:.1f}% (PSI full avg10 of its cgroup)",
+                              *view.psi_full_avg10));
     } else if (*view.psi_full_avg10 <= cfg_.psi_full_clear) {
       thrashing_ = false;
     }

@@ -58,6 +58,9 @@ struct GovernorConfig {
   // time with a longer pause so the build is not frozen down to one job
   // by a single episode.
   double psi_freeze_cooldown_s = 3.0;
+  // Machine-wide stalls count once build + outside use this much of
+  // capacity - reserve.
+  double psi_machine_full_frac = 0.88;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -65,6 +68,12 @@ struct MemoryView {
   Bytes build_used = 0;  // all memory of the build now (jobs, build tool, ungated processes)
   Bytes outside = 0;     // memory used outside the build that counts against the capacity
   std::optional<double> psi_full_avg10;
+  // Where the stalls were measured. The build cgroup's own (v2) are the
+  // build's doing; machine-wide ones (/proc/pressure, v1) may be other
+  // tenants thrashing inside their own limits, so they count only when
+  // the machine itself is nearly full: then the build must yield to
+  // protect it, whoever caused it.
+  bool psi_machine_wide = false;
 };
 
 enum class JobState { waiting, running, frozen, killing, done };

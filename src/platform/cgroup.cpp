@@ -15,6 +15,7 @@
 
 #include <fmt/core.h>
 
+#include "platform/cgroup_v2.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -133,9 +134,21 @@ Cgroup Cgroup::self(const CgroupLayout& layout) {
   return open(layout.version, layout.memory_dir, layout.version == CgroupVersion::v1 ? layout.freezer_dir : "");
 }
 
-Result<Cgroup> Cgroup::create_under(const CgroupLayout& parent, const std::string& name) {
-  return create_in(parent.version, parent.memory_dir, parent.version == CgroupVersion::v1 ? parent.freezer_dir : "",
-                   name);
+Result<Cgroup> Cgroup::create_under(CgroupLayout& parent, const std::string& name) {
+  if (parent.version != CgroupVersion::v2 || parent.memory_dir.empty()) {
+    return create_in(parent.version, parent.memory_dir, parent.version == CgroupVersion::v1 ? parent.freezer_dir : "",
+                     name);
+  }
+  auto base = prepare_v2_base(parent.memory_dir);
+  if (!base) return Error{base.error()};
+  auto cg = create_in(CgroupVersion::v2, base->dir, "", name);
+  if (!cg) {
+    if (base->via_leaf) (void)release_v2_base(base->dir);
+    return cg;
+  }
+  if (base->via_leaf) cg->release_base_ = base->dir;
+  parent.memory_dir = parent.freezer_dir = base->own;
+  return cg;
 }
 
 Result<Cgroup> Cgroup::create_child(const std::string& name) const {
@@ -158,6 +171,7 @@ Status Cgroup::remove() const {
     if (!st) errors += (errors.empty() ? "" : "; ") + st.error();
   }
   if (!errors.empty()) return Error{errors};
+  if (!release_base_.empty()) return release_v2_base(release_base_);
   return ok_status();
 }
 
@@ -282,6 +296,19 @@ std::optional<bool> Cgroup::frozen() const {
     return t ? parse_events_frozen(*t) : std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<Psi> Cgroup::pressure() const {
+  if (!valid()) return std::nullopt;
+  return read_psi(mem_file("memory.pressure"));
+}
+
+BuildPressure build_memory_pressure(const Cgroup* build) {
+  if (build) {
+    if (auto p = build->pressure()) return {p, "build cgroup"};
+  }
+  if (auto p = read_psi()) return {p, "machine"};
+  return {};
 }
 
 Status Cgroup::kill_all() const {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "platform/cgroup_files.hpp"
+#include "platform/psi.hpp"
 #include "util/result.hpp"
 #include "util/size.hpp"
 
@@ -75,14 +76,16 @@ class Cgroup {
 
   // mkdir `name` below our own cgroups: the memory hierarchy and, on v1, the
   // freezer hierarchy when there is one (a freezer that cannot be created is
-  // left out, not an error). v2 first enables +memory in the parent's
-  // cgroup.subtree_control; the kernel refuses that while the parent itself
-  // holds processes, and the error says so.
-  static Result<Cgroup> create_under(const CgroupLayout& parent, const std::string& name);
+  // left out, not an error). v2: where our own cgroup holds processes (as a
+  // login shell's does), they all move into a leaf beside the new cgroup
+  // first, and `parent` is updated to that leaf, where memgate now is; see
+  // cgroup_v2.hpp. remove() undoes that when the last memgate leaves.
+  static Result<Cgroup> create_under(CgroupLayout& parent, const std::string& name);
   Result<Cgroup> create_child(const std::string& name) const;
   // rmdir this cgroup and any (empty) child cgroups left below it. Retries
   // for a short while on EBUSY, which the kernel returns while a cgroup's
   // last processes are still being torn down. A cgroup already gone is fine.
+  // A cgroup from create_under on v2 also releases the leaf move.
   Status remove() const;
 
   // v1 memory.limit_in_bytes (v1 has no memory.high; `high` is ignored);
@@ -115,6 +118,10 @@ class Cgroup {
   // v2 reads "frozen" from cgroup.events, not the request in cgroup.freeze.
   std::optional<bool> frozen() const;
 
+  // Memory stalls of this cgroup's own processes (v2 memory.pressure; v1
+  // only where the kernel offers it): nullopt where there is no such file.
+  std::optional<Psi> pressure() const;
+
   // Ends every process in this cgroup and below, and waits (briefly,
   // bounded) until they are gone. v2 writes cgroup.kill where the kernel has
   // it (5.14+); otherwise SIGKILL each listed pid, repeating while new ones
@@ -135,6 +142,17 @@ class Cgroup {
 
   CgroupVersion version_ = CgroupVersion::none;
   std::string memory_dir_, freezer_dir_;
+  std::string release_base_;  // v2: the cgroup whose leaf move remove() releases
 };
+
+// The memory stalls that may freeze a build: the build cgroup's own
+// memory.pressure where the kernel has one (cgroup v2), so that pressure
+// other tenants cause does not freeze the build; else, or without a build
+// cgroup, the machine's /proc/pressure/memory. `source` says which.
+struct BuildPressure {
+  std::optional<Psi> psi;
+  const char* source = "none";  // "build cgroup", "machine" or "none"
+};
+BuildPressure build_memory_pressure(const Cgroup* build);
 
 }  // namespace memgate::platform

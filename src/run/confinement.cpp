@@ -7,7 +7,6 @@
 #include <fmt/core.h>
 
 #include "platform/meminfo.hpp"
-#include "platform/psi.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -28,6 +27,7 @@ MemoryView to_view(const MemoryReadings& r) {
   if (!total && r.mem_total && r.mem_available) total = *r.mem_total - *r.mem_available;
   v.outside = total ? std::max<Bytes>(0, *total - v.build_used) : 0;
   v.psi_full_avg10 = r.psi_full_avg10;
+  v.psi_machine_wide = r.psi_machine_wide;
   return v;
 }
 
@@ -93,7 +93,9 @@ MemoryReadings Confinement::read(Bytes jobs_current) const {
     r.mem_total = mi->total;
     r.mem_available = mi->available;
   }
-  if (auto psi = platform::read_psi(); psi && psi->full) r.psi_full_avg10 = psi->full->avg10;
+  auto pressure = platform::build_memory_pressure(confine_ ? &*confine_ : nullptr);
+  if (pressure.psi && pressure.psi->full) r.psi_full_avg10 = pressure.psi->full->avg10;
+  r.psi_machine_wide = std::string_view(pressure.source) == "machine";
   return r;
 }
 

@@ -32,14 +32,16 @@ struct MemoryReadings {
   std::optional<Bytes> capacity_usage;    // the cgroup that sets the capacity, likewise
   std::optional<Bytes> capacity_inactive;
   std::optional<Bytes> mem_total, mem_available;  // /proc/meminfo
-  std::optional<double> psi_full_avg10;   // machine-wide
+  std::optional<double> psi_full_avg10;
+  bool psi_machine_wide = false;          // /proc/pressure/memory, not the build cgroup's
 };
 
 // What the governor is shown (pure). Page cache the kernel can drop
 // (inactive file pages) does not count as used. The build is its cgroup
 // when it has one, else the jobs' samples; "outside" is everything else
 // that counts against the capacity: the capacity cgroup's usage, else the
-// machine's (MemTotal - MemAvailable), minus the build.
+// machine's (MemTotal - MemAvailable), minus the build. Stalls come from
+// the build cgroup where the kernel keeps them (v2), else the machine.
 MemoryView to_view(const MemoryReadings& r);
 
 class Confinement {

@@ -1,9 +1,9 @@
 # Shared helpers for the end-to-end suites (sourced, not run).
 #
 # Every memory scenario runs inside a cgroup this file creates below the
-# test's own memory cgroup (read from /proc/self/cgroup), with a hard limit,
-# so no test can push the machine into OOM. Everything created here is
-# removed on exit, and only processes started here are ever killed.
+# test's own memory cgroup (tests/lib/cgroup.sh, v1 or v2), with a hard
+# limit, so no test can push the machine into OOM. Everything created here
+# is removed on exit, and only processes started here are ever killed.
 set -euo pipefail
 
 : "${MEMGATE:?MEMGATE must point at the memgate binary}"
@@ -11,65 +11,26 @@ set -euo pipefail
 
 E2E_NAME=$(basename "$0" .sh)
 E2E_TMP=$(mktemp -d "/tmp/memgate-e2e-$E2E_NAME.XXXXXX")
-# cg_make runs in command substitutions (subshells), so the list of
-# cgroups to remove lives in a file, not a variable.
-E2E_CGROUP_LIST="$E2E_TMP/.cgroups"
-: >"$E2E_CGROUP_LIST"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*" >&2; }
 
-# The v1 memory hierarchy's mount point and this process's place in it.
-cg_v1_root() { echo /sys/fs/cgroup/memory; }
-cg_self() {
-  local line
-  line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup || true)
-  [ -n "$line" ] || return 1
-  echo "$(cg_v1_root)${line##*:}"
-}
+# The cgroup helpers (v1 and v2) are shared with the bench and the VM run.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/cgroup.sh"
+cglib_init "$E2E_TMP"
 
-have_cgroup_v1_memory() { [ -w "$(cg_self 2>/dev/null || echo /nonexistent)" ]; }
+# Kept names: the suites say what they mean with these.
+have_cgroup_v1_memory() { have_cgroups; }  # any version, despite the old name
 require_cgroups() {
-  have_cgroup_v1_memory || { echo "SKIP: no writable cgroup v1 memory controller"; exit 77; }
+  have_cgroups || { echo "SKIP: no writable memory cgroup (v1 or v2) here"; exit 77; }
+  cg_prepare || { echo "SKIP: cannot enable the memory controller below $(cg_base) (cgroup v2)"; exit 77; }
 }
 
 # cg_make NAME LIMIT -> prints the new cgroup's directory. LIMIT like 3G.
-cg_make() {
-  local dir
-  dir="$(cg_self)/memgate-test-$E2E_NAME-$$-$1"
-  mkdir "$dir"
-  echo "$dir" >>"$E2E_CGROUP_LIST"
-  echo "$2" >"$dir/memory.limit_in_bytes"
-  echo "$dir"
-}
-
-# cg_run DIR CMD...: runs CMD inside cgroup DIR (in the foreground).
-cg_run() {
-  local dir=$1
-  shift
-  bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' cg_run "$dir" "$@"
-}
-
-cg_oom_kills() { awk '$1=="oom_kill"{print $2}' "$1/memory.oom_control"; }
-
-# Kills whatever is left in the cgroup (and its children), then removes them.
-cg_destroy() {
-  local dir=$1 sub pid tries
-  [ -d "$dir" ] || return 0
-  for sub in $(find "$dir" -mindepth 1 -type d | sort -r); do cg_destroy "$sub"; done
-  for tries in $(seq 50); do
-    local pids
-    pids=$(cat "$dir/cgroup.procs" 2>/dev/null || true)
-    [ -z "$pids" ] && break
-    for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
-    sleep 0.1
-  done
-  rmdir "$dir" 2>/dev/null || true
-}
+cg_make() { cg_new "memgate-test-$E2E_NAME-$$-$1" "$2"; }
 
 e2e_cleanup() {
-  local dir
-  for dir in $(tac "$E2E_CGROUP_LIST" 2>/dev/null); do cg_destroy "$dir"; done
+  cglib_cleanup
   rm -rf "$E2E_TMP"
 }
 trap e2e_cleanup EXIT

@@ -18,7 +18,7 @@ print("%016x" % h)' "$1"
 
 check_peak() {
   local dir=$1 what=$2 peak
-  peak=$(cat "$dir/memory.max_usage_in_bytes")
+  peak=$(cg_peak "$dir")
   note "$what: peak usage $peak bytes"
   [ "$peak" -ge $((300 * 1024 * 1024)) ] || fail "$what: peak $peak is below 300 MiB"
   [ "$peak" -le 400000000 ] || fail "$what: peak $peak is above 400 MB"

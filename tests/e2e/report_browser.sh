@@ -66,10 +66,9 @@ real_run() {
   memjob_workload "$w" "${specs[@]}"
   local run=("$MEMGATE" run --report "$E2E_TMP/r.html" --trace "$E2E_TMP/t.json" --history "$E2E_TMP/h.db" --
     make -j4 -C "$w")
-  if have_cgroup_v1_memory; then
+  if have_cgroups && cg_prepare; then
     local cg
     cg=$(cg_make run 2G)
-    E2E_CGROUPS+=("$cg")  # cg_make ran in a subshell: remember it here so it is removed
     run=(cg_run "$cg" "${run[@]}")
   fi
   set +e

@@ -38,7 +38,7 @@ for i in $(seq 0 23); do
 done
 w="$E2E_TMP/work"
 memjob_workload "$w" "${specs[@]}"
-memgate_cgroups() { find "$(cg_self)" -maxdepth 1 -name 'memgate-[0-9]*' | wc -l; }
+memgate_cgroups() { find "$(cg_base)" -maxdepth 1 -name 'memgate-[0-9]*' | wc -l; }
 self_before=$(memgate_cgroups)
 
 for run in $(seq 1 "$runs"); do

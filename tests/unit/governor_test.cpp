@@ -355,6 +355,30 @@ TEST(GovernorPressure, ThrashingFreezesAndStopsAdmissionUntilItClears) {
   EXPECT_EQ(d.thaw, std::vector<JobId>{f.c});
 }
 
+TEST(GovernorPressure, NeighboursStallsDoNotFreezeABuildWithRoom) {
+  Pressure f;  // hard limit 4 GiB, the build uses 2 GiB
+  JobId d1 = f.submit("d", 10 * MiB);
+  MemoryView v = used(2 * GiB, 512 * MiB);
+  v.psi_full_avg10 = 40;  // another tenant thrashing inside its own limit
+  v.psi_machine_wide = true;
+  Decisions d = f.g().step(v, 1);
+  EXPECT_TRUE(d.freeze.empty());
+  EXPECT_TRUE(contains(d.admit, d1));
+  EXPECT_EQ(f.g().counters().at(Counter::memory_bound_ms), 0);
+  for (const GovEvent& e : f.g().events()) EXPECT_NE(e.kind, EventKind::pressure);
+}
+
+TEST(GovernorPressure, MachineWideStallsCountWhenTheMachineIsNearlyFull) {
+  Pressure f;
+  MemoryView v = used(2 * GiB, 1700 * MiB);  // 3.7 of 4 GiB: over 88%
+  v.psi_full_avg10 = 40;
+  v.psi_machine_wide = true;
+  Decisions d = f.g().step(v, 1);
+  EXPECT_EQ(d.freeze, std::vector<JobId>{f.c});
+  ASSERT_FALSE(f.g().events().empty());
+  EXPECT_NE(f.g().events().back().reason.find("the machine's memory stalls"), std::string::npos);
+}
+
 TEST(Governor, CountsTimeHeldBackByMemoryAndByCpu) {
   Fixture f(1 * GiB, 1);
   f.submit("a", 800 * MiB);
