@@ -220,13 +220,20 @@ std::string how_it_died(const JobRecord& j, MemoryDeath how) {
          "kill in its cgroup, so `dmesg | grep -i 'killed process'` tells whether it was one";
 }
 
+// How to make one job of this tool smaller.
+std::string smaller(const std::string& tool) {
+  if (tool == "nvcc") return "fewer GPU targets (TORCH_CUDA_ARCH_LIST, FLASH_ATTN_CUDA_ARCHS) or nvcc --threads 1 (NVCC_THREADS=1)";
+  if (tool == "hipcc") return "fewer --offload-arch targets (PYTORCH_ROCM_ARCH)";
+  return "a lower -O level or -g0 for this file, or split the source";
+}
+
 // What to do, by whether the job fits the budget on its own.
 std::vector<std::string> advice(const JobRecord& j, MemoryDeath how, Bytes budget) {
   if (how != MemoryDeath::memgate && budget > 0 && j.peak_bytes >= budget) {
     return {"what to do: this one job needs more memory than the build may use, so no job count helps.",
             "  Give the build more (free memory, raise the container's or cgroup's limit, or --memory if you",
-            "  lowered it; `memgate doctor` shows the budget), or make the job smaller (fewer GPU targets,",
-            "  nvcc --threads 1 / NVCC_THREADS=1, -O1 for this file, or split the source)."};
+            "  lowered it; `memgate doctor` shows the budget), or make the job smaller:",
+            "  " + smaller(j.key.tool) + "."};
   }
   return {"what to do: the job fits the budget on its own, so memory outside memgate's control ran out",
           "  (other programs, or a build run with --no-confine). Stop other memory users and run again:",

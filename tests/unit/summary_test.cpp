@@ -169,7 +169,9 @@ TEST(MemoryFailure, AJobKilledByTheKernelIsNamedWithItsPeakAndTheBudget) {
   EXPECT_TRUE(contains(tail, "it reached 2.25 GiB against a budget of 1.50 GiB (150%)")) << tail;
   EXPECT_TRUE(contains(tail, "\"Killed\" or \"Error 137\"")) << tail;
   EXPECT_TRUE(contains(tail, "what to do: this one job needs more memory than the build may use")) << tail;
-  EXPECT_TRUE(contains(tail, "fewer GPU targets")) << tail;
+  EXPECT_TRUE(contains(tail, "a lower -O level or -g0 for this file")) << tail;
+  b.jobs[1].key.tool = "nvcc";
+  EXPECT_TRUE(contains(format_memory_failure(b), "fewer GPU targets (TORCH_CUDA_ARCH_LIST, FLASH_ATTN_CUDA_ARCHS)"));
 }
 
 TEST(MemoryFailure, AJobThatFitsTheBudgetPointsAtMemoryOutsideTheBuild) {
