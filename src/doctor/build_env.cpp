@@ -289,8 +289,8 @@ std::optional<FlashAttnPlan> plan_flash_attn(const BuildEnv& e) {
   p.formula_jobs = flash_attn_formula_jobs(e.cpus, e.available, p.nvcc_threads);
   p.formula_worst = p.peak_max * p.formula_jobs;
   p.memgate_cpu_jobs = std::max(1, e.slots / p.pipelines);
-  p.memgate_heavy_jobs = p.peak_max > 0 ? std::max<int>(1, static_cast<int>(e.budget / p.peak_max)) : 1;
-  p.memgate_jobs = std::min(p.memgate_cpu_jobs, p.memgate_heavy_jobs);
+  p.memgate_heavy_jobs = p.peak_max > 0 ? static_cast<int>(e.budget / p.peak_max) : 1;
+  p.memgate_jobs = std::max(1, std::min(p.memgate_cpu_jobs, p.memgate_heavy_jobs));
   p.memgate_max_jobs = std::min(256, std::max(8, 2 * e.slots));
   return p;
 }

@@ -116,8 +116,8 @@ struct FlashAttnPlan {
   int formula_jobs = 1;                    // flash-attn's MAX_JOBS
   Bytes formula_worst = 0;                 // formula_jobs × peak_max
   int memgate_cpu_jobs = 1;                // slots / pipelines: the CPU weight's limit
-  int memgate_heavy_jobs = 1;              // budget / peak_max: the heaviest jobs that fit at once
-  int memgate_jobs = 1;                    // min of the two: what memgate runs at its peak moments
+  int memgate_heavy_jobs = 1;              // budget / peak_max: the heaviest jobs that fit at once (0: not one)
+  int memgate_jobs = 1;                    // min of the two, at least 1 (one job always runs): heavy jobs at once
   int memgate_max_jobs = 8;                // the MAX_JOBS memgate sets: min(256, max(8, 2 × slots))
 };
 

@@ -82,10 +82,13 @@ void render_flash(const BuildEnv& e, const FlashAttnPlan& p, std::string& out) {
   out += fmt::format("                         its heaviest jobs together: {} x {} = {}{}\n", p.formula_jobs,
                      format_bytes(p.peak_max), format_bytes(p.formula_worst),
                      p.formula_worst > e.available ? "  MORE THAN IS AVAILABLE" : "");
+  std::string heavy = p.memgate_heavy_jobs > 0
+                          ? fmt::format("and {} of the heaviest within its {} budget", p.memgate_heavy_jobs, format_bytes(e.budget))
+                          : fmt::format("but the heaviest alone exceeds its {} budget (it runs such a job alone)",
+                                        format_bytes(e.budget));
   out += fmt::format("  memgate run            MAX_JOBS={} for ninja; runs at most {} at once ({} slots / {} threads "
-                     "each), and {} of the heaviest within its {} budget\n",
-                     p.memgate_max_jobs, p.memgate_cpu_jobs, e.slots, p.pipelines, p.memgate_heavy_jobs,
-                     format_bytes(e.budget));
+                     "each), {}\n",
+                     p.memgate_max_jobs, p.memgate_cpu_jobs, e.slots, p.pipelines, heavy);
 }
 
 }  // namespace
