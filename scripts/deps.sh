@@ -2,7 +2,11 @@
 # packages memgate needs, and only those that are missing.
 memgate_install_deps() {
   local pkgs=(cmake ninja-build g++ make pkg-config libsqlite3-dev libcli11-dev nlohmann-json3-dev
-              libfmt-dev googletest libgtest-dev util-linux procps python3 chromium parallel)
+              libfmt-dev googletest libgtest-dev util-linux procps python3 chromium parallel
+              # Real torch extension and HIP builds (tests/e2e/run_torch_pip.sh, run_hipcc.sh,
+              # bench/run's torch workload): torch with its C++ headers, pip, and hipcc.
+              python3-torch libtorch-dev pybind11-dev python3-pip python3-wheel python3-setuptools
+              python3-packaging python3-psutil hipcc rocm-device-libs)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

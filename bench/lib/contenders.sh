@@ -13,7 +13,9 @@
 #   W_PAR_PEAK  the largest job's peak, bytes (parallel's --memsuspend)
 #   W_FORMULA_GB_PER_THREAD  flash-attn's 5 GB per nvcc thread, scaled
 #   W_TIMEOUT   seconds before a contender is stopped
-# and defines w_check (prints "ok total" for the outputs in W_DIR).
+#   W_PARALLEL  0 leaves GNU parallel out (a build it cannot split); default 1
+# and defines w_check (prints "ok total" for the outputs in W_DIR), and
+# optionally w_note LOG (text added to each run's note, from its log).
 
 BENCH_RUNS=0
 declare -A STATIC_ROW   # N -> the CSV row of the run of make -jN
@@ -58,6 +60,11 @@ contender() {
     jobs=$(wc -l <"$W_DIR/jobs.txt")
     retried=$((attempts > jobs ? attempts - jobs : 0))
     note="parallel: $retried jobs rerun after a kill or failure"
+  fi
+  if declare -F w_note >/dev/null; then
+    local wn
+    wn=$(w_note "$log" || true)
+    [ -n "$wn" ] && note="${note:+$note; }$wn"
   fi
   read -r ok total < <(w_check)
   if [ "$RUN_RC" -eq 124 ] || [ "$RUN_RC" -eq 137 ]; then
@@ -165,8 +172,8 @@ run_contenders() {
   # 3. The best static -j.
   static_sweep
   # 4. GNU parallel, with its memory options (bench/README.md: the choices).
-  local suspend=$W_PAR_PEAK free=$((W_PAR_PEAK / 2))
-  contender "parallel -j$W_CORES --memfree $((free >> 20))M --memsuspend $((suspend >> 20))M --retries 10" \
+  local suspend=${W_PAR_PEAK:-0} free=$((${W_PAR_PEAK:-0} / 2))
+  [ "${W_PARALLEL:-1}" = 0 ] || contender "parallel -j$W_CORES --memfree $((free >> 20))M --memsuspend $((suspend >> 20))M --retries 10" \
     parallel "$W_CORES" env -C "$W_DIR" PATH="$BENCH_LIB/cgroup-meminfo${W_PATH:+:$W_PATH}:$PATH" \
     parallel -j"$W_CORES" --memfree "$free" --memsuspend "$suspend" --retries 10 \
     "echo {} >>attempts.log; $W_PAR_CMD" :::: "$W_DIR/jobs.txt"

@@ -111,3 +111,62 @@ workload_nvcc() {
   run_contenders
   bounds_from_memgate_runs
 }
+
+# Workload (d), torch (not with --quick): the torch extension of
+# tests/e2e/projects/torch_ext (3 C++ files with <torch/extension.h>, ~1.5
+# GiB each, and a small kernel file) built the way flash-attn is installed:
+# `pip install -v --no-build-isolation --no-deps .` into a target
+# directory, on this machine's real cores, in a 2.5 GiB cgroup.
+# A static "-jN" is MAX_JOBS=N (the Makefile reads N from make's -j); under
+# memgate (make -j, no N) MAX_JOBS is unset and memgate sets it. torch's
+# "Using envvar MAX_JOBS (N)" is recorded in each run's note. GNU parallel
+# has nothing to split here (one pip command) and is left out.
+workload_torch() {
+  local py=""
+  for p in /usr/bin/python3 python3; do
+    p=$(command -v "$p" 2>/dev/null) || continue
+    if "$p" -c 'import importlib.util,os,sys; s=importlib.util.find_spec("torch"); sys.exit(0 if s and os.path.exists(os.path.join(os.path.dirname(s.origin),"include/torch/extension.h")) else 1)' 2>/dev/null; then
+      py=$p
+      break
+    fi
+  done
+  if [ -z "$py" ] || ! "$py" -m pip --version >/dev/null 2>&1 || ! command -v ninja >/dev/null; then
+    bench_log "torch: needs python3-torch, libtorch-dev, python3-pip and ninja-build; skipping workload torch"
+    return 0
+  fi
+  W_NAME=torch
+  W_DIR="$BENCH_TMP/torch"
+  W_LIMIT=$((5 << 29))  # 2.5 GiB: two 1.3 GiB compiles and pip's python do not fit
+  W_CORES=$(nproc)
+  W_MEMJOBS=""
+  W_PATH=""
+  W_TIMEOUT=1800
+  W_PARALLEL=0
+  W_FORMULA_GB_PER_THREAD=5
+  mkdir -p "$W_DIR"
+  cp -r "$ROOT/tests/e2e/projects/torch_ext/." "$W_DIR/"
+  cat >"$W_DIR/Makefile" <<MK
+# make -jN: MAX_JOBS=N; make -j (under memgate): MAX_JOBS left to memgate.
+N = \$(patsubst -j%,%,\$(filter -j%,\$(MAKEFLAGS)))
+all:
+	\$(if \$(N),MAX_JOBS=\$(N)) PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \\
+	PIP_ROOT_USER_ACTION=ignore $py -m pip install -v --no-index --no-build-isolation --no-deps --target site .
+clean:
+	rm -rf build site *.egg-info
+MK
+  ls -1 "$W_DIR"/csrc/*.cpp >"$W_DIR/jobs.txt"
+  w_check() {
+    local ok=0 total=5 o
+    for o in api kernel ops_add ops_reduce; do
+      ls "$W_DIR"/build/temp.*/csrc/$o.o >/dev/null 2>&1 && ok=$((ok + 1))
+    done
+    PYTHONPATH="$W_DIR/site" "$py" -c 'import memgate_torch_ext as m; assert m.triangle(4) == 10' 2>/dev/null && ok=$((ok + 1))
+    echo "$ok $total"
+  }
+  # What torch's ninja ran with, from the run's log.
+  w_note() { grep -o 'Using envvar MAX_JOBS ([0-9]*)' "$1" | head -n1 | sed 's/Using envvar /torch: /'; }
+  run_contenders
+  unset -f w_note
+  W_PARALLEL=1
+  bounds_from_memgate_runs
+}

@@ -1,5 +1,7 @@
-// `memgate doctor [--json] [--kill-stale]`: the findings of doctor/doctor.hpp
-// on stdout; --kill-stale then ends exactly the stale processes it listed.
+// `memgate doctor [--json] [--kill-stale] [--build-env [--python PATH]]`:
+// the findings of doctor/doctor.hpp on stdout; --kill-stale then ends
+// exactly the stale processes it listed; --build-env adds what a torch /
+// CUDA / ROCm extension build will meet (doctor/build_env.hpp).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,8 @@ namespace {
 struct DoctorArgs {
   bool json = false;
   bool kill_stale = false;
+  bool build_env = false;
+  std::string python;
 };
 
 void print(const std::string& s) {
@@ -24,7 +28,7 @@ void print(const std::string& s) {
 }
 
 int run_doctor(const DoctorArgs& args) {
-  doctor::Findings f = doctor::gather();
+  doctor::Findings f = doctor::gather({args.build_env || !args.python.empty(), args.python});
   if (!args.kill_stale) {
     print(args.json ? doctor::render_json(f) : doctor::render_text(f));
     return 0;
@@ -51,6 +55,11 @@ void add_doctor_command(CLI::App& app, int* status) {
   cmd->add_flag("--json", args->json, "machine-readable output (stable keys)");
   cmd->add_flag("--kill-stale", args->kill_stale,
                 "end the listed stale compiler processes of this user (SIGTERM, then SIGKILL)");
+  cmd->add_flag("--build-env", args->build_env,
+                "also check the build environment of torch/CUDA/ROCm extensions: nvcc and torch versions, host "
+                "compiler, ninja, Python modules, GPU targets, and flash-attn's MAX_JOBS against memgate's");
+  cmd->add_option("--python", args->python, "with --build-env: the Python interpreter to look at (default: $PYTHON, "
+                                            "else python3 in PATH)");
   cmd->callback([status, args] { *status = run_doctor(*args); });
 }
 

@@ -61,6 +61,8 @@ json job_json(const JobRecord& j) {
           {"klass", j.key.klass},
           {"predicted_peak_bytes", j.predicted.peak},
           {"predicted_source", name(j.predicted.source)},
+          {"predicted_cpu_s", j.predicted.cpu_s},
+          {"predicted_wall_s", j.predicted.wall_s},
           {"peak_bytes", j.peak_bytes},
           {"cpu_s", j.cpu_s},
           {"wall_s", j.wall_s()},

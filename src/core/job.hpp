@@ -77,6 +77,7 @@ enum class Counter {
   dropped_idle,       // connections dropped for sending nothing (or half a frame) for too long
   refused_pid,        // `started` pids ignored: not below the wrapper that reported them
   unjoined,           // attempts that could not join their cgroup (measured from /proc)
+  oom_killed_ungated, // processes the OOM killer ended in the build's own cgroup (not a gated job)
 };
 
 // Counters present in a record: a missing one was not recorded (an older

@@ -55,7 +55,7 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
     {EventKind::pressure, "pressure"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 24> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 25> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -80,6 +80,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 24> kCounters{{
     {Counter::dropped_idle, "dropped_idle"},
     {Counter::refused_pid, "refused_pid"},
     {Counter::unjoined, "unjoined"},
+    {Counter::oom_killed_ungated, "oom_killed_ungated"},
 }};
 
 }  // namespace

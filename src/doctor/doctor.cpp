@@ -96,7 +96,7 @@ void render_kernel(const Findings& f, std::string& out) {
 
 }  // namespace
 
-Findings gather() {
+Findings gather(const GatherOptions& options) {
   Findings f;
   f.cgroups = platform::detect_cgroups();
   f.affinity_cores = platform::affinity_cores();
@@ -113,6 +113,13 @@ Findings gather() {
   probe_cgroups(f);
   f.psi = platform::read_psi();
   f.stale = detect_stale();
+  if (options.build_env) {
+    BuildEnvSources src = real_sources(options.python);
+    src.slots = f.cores;
+    src.available = f.meminfo.available.value_or(f.capacity.capacity);
+    src.budget = f.budget.budget;
+    f.build_env = read_build_env(src);
+  }
   return f;
 }
 
@@ -158,6 +165,7 @@ std::string render_text(const Findings& f) {
            "      reclaims on demand. There is no need to drop caches.\n";
   }
   out += "\n" + verdict(f) + "\n";
+  if (f.build_env) out += "\n" + render_build_env_text(*f.build_env);
   return out;
 }
 
@@ -189,6 +197,7 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
   j["stale_rss_bytes"] = total_rss(f.stale);
   j["page_cache_note"] = page_cache_note(f.meminfo);
   j["verdict"] = verdict(f);
+  if (f.build_env) j["build_env"] = build_env_json(*f.build_env);
   if (killed) {
     auto list = nlohmann::json::array();
     for (const auto& k : *killed) list.push_back({{"pid", k.pid}, {"comm", k.comm}, {"result", k.result}, {"ended", k.ended}});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/capacity.hpp"
+#include "doctor/build_env.hpp"
 #include "doctor/stale.hpp"
 #include "platform/cgroup.hpp"
 #include "platform/meminfo.hpp"
@@ -30,11 +31,19 @@ struct Findings {
   bool freezer_forced_off = false;    // MEMGATE_NO_FREEZER is set
   std::optional<platform::Psi> psi;
   std::vector<StaleProcess> stale;
+  std::optional<BuildEnv> build_env;  // with --build-env
+};
+
+struct GatherOptions {
+  bool build_env = false;  // also read the build environment (build_env.hpp)
+  std::string python;      // the interpreter to look at ("" = $PYTHON, else python3 in PATH)
 };
 
 // Reads the real machine. The confinement probe mkdirs and rmdirs one
-// child cgroup below our own; nothing else is changed.
-Findings gather();
+// child cgroup below our own; nothing else is changed. The build
+// environment reader runs nvcc, the host compiler and python once each
+// (bounded), and reads files.
+Findings gather(const GatherOptions& options = {});
 
 // MemFree is low but MemAvailable high: the "missing" memory is page cache
 // the kernel reclaims on demand, so dropping caches would gain nothing.
@@ -49,7 +58,8 @@ std::string render_text(const Findings& f);
 // capacity_source, budget_bytes, reserve_bytes, physical_bytes,
 // mem_available_bytes, cores, cgroup_version, can_confine, freezer, psi and
 // stale_processes [{pid, comm, rss_bytes}]; more keys may be added. With
-// `killed`, a "killed" list [{pid, comm, result, ended}] is added.
+// `killed`, a "killed" list [{pid, comm, result, ended}] is added; with a
+// build environment, its object under "build_env" (build_env_json).
 std::string render_json(const Findings& f, const std::vector<KillOutcome>* killed = nullptr);
 
 // The stale list as printed by --kill-stale before it acts.

@@ -92,6 +92,18 @@ void GpuArchs::add_offload(std::string_view value) {
   }
 }
 
+void GpuArchs::remove_offload(std::string_view value) {
+  for (const auto& a : split_list(value)) {
+    if (a == "all") {
+      targets_.clear();
+      virtual_.clear();
+      return;
+    }
+    targets_.erase(a);
+    virtual_.erase(a);
+  }
+}
+
 std::vector<std::string> GpuArchs::targets() const {
   std::set<std::string> all = targets_;
   if (!code_.empty()) all.insert(code_.begin(), code_.end());

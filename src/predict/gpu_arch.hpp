@@ -18,8 +18,12 @@ class GpuArchs {
   void add_arch(std::string_view value);
   // -code / --gpu-code: a list of targets for the -arch virtual arch.
   void add_code(std::string_view value);
-  // clang/hipcc --offload-arch, --cuda-gpu-arch: "gfx90a", "sm_80", a list.
+  // clang/hipcc --offload-arch, --cuda-gpu-arch, hipcc --amdgpu-target:
+  // "gfx90a", "gfx90a:xnack+", "sm_80", a list. Each target is one device
+  // compile (features make their own code object).
   void add_offload(std::string_view value);
+  // clang --no-offload-arch: drops targets given before it ("all": every one).
+  void remove_offload(std::string_view value);
 
   // Sorted, de-duplicated targets, e.g. {"sm_80", "sm_90a", "compute_90a"}.
   std::vector<std::string> targets() const;

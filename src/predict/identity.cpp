@@ -179,6 +179,10 @@ size_t scan_gcc_option(const std::vector<std::string>& a, size_t i, Scan& s) {
     s.archs.add_offload(v);
     return n;
   }
+  if (size_t n = take_value(a, i, "--no-offload-arch", &v)) {
+    s.archs.remove_offload(v);
+    return n;
+  }
   if (size_t n = take_any(a, i, {"-parallel-jobs", "--parallel-jobs"}, &v)) {
     if (auto p = parse_int(v)) s.parallel_jobs = *p;
     return n;
@@ -425,6 +429,19 @@ std::vector<std::string> with_nvcc_env_flags(const std::vector<std::string>& arg
   for (auto& f : split_ws(prepend)) out.push_back(std::move(f));
   out.insert(out.end(), argv.begin() + static_cast<std::ptrdiff_t>(prog) + 1, argv.end());
   for (auto& f : split_ws(append)) out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<std::string> with_hip_env_targets(const std::vector<std::string>& argv, std::string_view targets) {
+  if (argv.empty() || split_ws(targets).empty()) return argv;
+  size_t prog = program_index(argv);
+  if (normalize_tool_name(argv[prog]) != "hipcc") return argv;
+  for (size_t i = prog + 1; i < argv.size(); ++i) {
+    for (std::string_view opt : {"--offload-arch=", "--amdgpu-target="})
+      if (argv[i].compare(0, opt.size(), opt) == 0) return argv;
+  }
+  std::vector<std::string> out = argv;
+  out.push_back("--offload-arch=" + split_ws(targets).front());
   return out;
 }
 

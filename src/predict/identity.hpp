@@ -72,6 +72,13 @@ std::string argv_digest(const std::vector<std::string>& argv);
 std::vector<std::string> with_nvcc_env_flags(const std::vector<std::string>& argv,
                                              std::string_view prepend, std::string_view append);
 
+// hipcc takes its targets from HCC_AMDGPU_TARGET (a comma list) when the
+// command line names none (hipcc.pl; without either it asks
+// rocm_agent_enumerator for this machine's GPUs, which we cannot know).
+// Returns argv with `--offload-arch=VALUE` added in that case, so the
+// targets count in identity, klass and weight as if they were given.
+std::vector<std::string> with_hip_env_targets(const std::vector<std::string>& argv, std::string_view targets);
+
 // Exposed for tests and for the report: the basename with version and
 // target-triple decorations removed ("x86_64-linux-gnu-g++-12" -> "g++").
 std::string normalize_tool_name(std::string_view program);

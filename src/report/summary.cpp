@@ -116,7 +116,9 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   return f;
 }
 
-std::string format_summary(const BuildRecord& b) {
+namespace {
+
+std::string summary_body(const BuildRecord& b) {
   const BuildFacts f = build_facts(b);
   std::vector<std::string> lines;
   lines.push_back(fmt::format("build finished in {}, exit status {}", format_duration(f.wall_s),
@@ -147,6 +149,124 @@ std::string format_summary(const BuildRecord& b) {
     }
   }
   lines.push_back(f.verdict);
+  std::string out;
+  for (const auto& l : lines) out += "memgate: " + l + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string format_summary(const BuildRecord& b) { return summary_body(b) + format_memory_failure(b); }
+
+std::string format_summary(const BuildRecord& b, const std::vector<std::string>& degraded) {
+  std::string out = summary_body(b);
+  if (!degraded.empty()) {
+    out += "memgate: degraded: ";
+    for (size_t i = 0; i < degraded.size(); ++i) out += (i ? "; " : "") + printable(degraded[i]);
+    out += "\n";
+  }
+  return out + format_memory_failure(b);
+}
+
+std::vector<LostJob> jobs_lost_to_memory(const BuildRecord& b) {
+  std::vector<LostJob> lost;
+  if (b.exit_status == 0) return lost;
+  for (size_t i = 0; i < b.jobs.size(); ++i) {
+    const JobRecord& j = b.jobs[i];
+    const std::optional<Outcome> last =
+        j.attempt_log.empty() ? std::nullopt : std::optional(j.attempt_log.back().outcome);
+    LostJob l{static_cast<int>(i), MemoryDeath::kernel_oom};
+    if (last == Outcome::oom) l.how = MemoryDeath::kernel_oom;
+    else if (last == Outcome::requeued) l.how = MemoryDeath::memgate;
+    else if (j.exit_status == 128 + 9) l.how = MemoryDeath::sigkill;
+    else continue;
+    lost.push_back(l);
+  }
+  std::stable_sort(lost.begin(), lost.end(), [&](const LostJob& x, const LostJob& y) {
+    return b.jobs[static_cast<size_t>(x.job)].peak_bytes > b.jobs[static_cast<size_t>(y.job)].peak_bytes;
+  });
+  return lost;
+}
+
+namespace {
+
+int count_outcome(const JobRecord& j, Outcome outcome) {
+  return static_cast<int>(std::count_if(j.attempt_log.begin(), j.attempt_log.end(),
+                                        [&](const Attempt& a) { return a.outcome == outcome; }));
+}
+
+std::string peak_against_budget(Bytes peak, Bytes budget) {
+  if (budget <= 0) return fmt::format("it reached {}", format_bytes(peak));
+  return fmt::format("it reached {} against a budget of {} ({}%)", format_bytes(peak), format_bytes(budget),
+                     percent(double(peak) / double(budget)));
+}
+
+// What killed it, in words, and how often.
+std::string how_it_died(const JobRecord& j, MemoryDeath how) {
+  switch (how) {
+    case MemoryDeath::kernel_oom: {
+      const int n = count_outcome(j, Outcome::oom);
+      return fmt::format("was killed by the kernel's OOM killer (SIGKILL, exit status 137){}",
+                         n > 1 ? fmt::format(", {} times: memgate reran it and gave up", n) : "");
+    }
+    case MemoryDeath::memgate:
+      return fmt::format("was killed by memgate under memory pressure {} (exit status 137) and not run again",
+                         plural(count_outcome(j, Outcome::requeued), "time", "times"));
+    case MemoryDeath::sigkill: break;
+  }
+  return "was killed by SIGKILL (exit status 137), which is what the kernel's OOM killer does; memgate saw no OOM "
+         "kill in its cgroup, so `dmesg | grep -i 'killed process'` tells whether it was one";
+}
+
+// How to make one job of this tool smaller.
+std::string smaller(const std::string& tool) {
+  if (tool == "nvcc") return "fewer GPU targets (TORCH_CUDA_ARCH_LIST, FLASH_ATTN_CUDA_ARCHS) or nvcc --threads 1 (NVCC_THREADS=1)";
+  if (tool == "hipcc") return "fewer --offload-arch targets (PYTORCH_ROCM_ARCH)";
+  return "a lower -O level or -g0 for this file, or split the source";
+}
+
+// What to do, by whether the job fits the budget on its own.
+std::vector<std::string> advice(const JobRecord& j, MemoryDeath how, Bytes budget) {
+  if (how != MemoryDeath::memgate && budget > 0 && j.peak_bytes >= budget) {
+    return {"what to do: this one job needs more memory than the build may use, so no job count helps.",
+            "  Give the build more (free memory, raise the container's or cgroup's limit, or --memory if you",
+            "  lowered it; `memgate doctor` shows the budget), or make the job smaller:",
+            "  " + smaller(j.key.tool) + "."};
+  }
+  return {"what to do: the job fits the budget on its own, so memory outside memgate's control ran out",
+          "  (other programs, or a build run with --no-confine). Stop other memory users and run again:",
+          "  memgate now knows this job's peak and reserves it. `memgate doctor` shows what holds memory."};
+}
+
+}  // namespace
+
+std::string format_memory_failure(const BuildRecord& b) {
+  if (b.exit_status == 0) return "";
+  std::vector<std::string> lines;
+  const std::vector<LostJob> lost = jobs_lost_to_memory(b);
+  if (!lost.empty()) {
+    lines.push_back(lost.size() == 1 ? "the build failed because a job ran out of memory, not because of a compiler error:"
+                                     : fmt::format("the build failed because {} jobs ran out of memory, not because of "
+                                                   "a compiler error:", lost.size()));
+    for (const LostJob& l : lost) {
+      const JobRecord& j = b.jobs[static_cast<size_t>(l.job)];
+      lines.push_back(fmt::format("  {}", printable(shorten_middle(j.key.identity, 100))));
+      lines.push_back(fmt::format("    {}; {}", how_it_died(j, l.how), peak_against_budget(j.peak_bytes, b.budget)));
+    }
+    lines.push_back("  the \"Killed\" or \"Error 137\" in the build's output above is this kill.");
+    for (auto& a : advice(b.jobs[static_cast<size_t>(lost.front().job)], lost.front().how, b.budget)) lines.push_back(a);
+  }
+  if (const std::int64_t n = counter(b, Counter::oom_killed_ungated); n > 0) {
+    lines.push_back(fmt::format("the kernel's OOM killer killed {} memgate did not gate (not a compiler or linker "
+                                "call it saw); that is an OOM kill, not an error of the build's own",
+                                plural(n, "process", "processes")));
+    for (const auto& e : b.events)
+      if (e.kind == EventKind::oom_kill && e.job < 0 && !e.reason.empty()) lines.push_back("  " + printable(e.reason));
+    lines.push_back(fmt::format("  the build peaked at {}{}", format_bytes(b.peak_bytes),
+                                b.budget > 0 ? fmt::format(" against a budget of {}", format_bytes(b.budget)) : ""));
+    lines.push_back("what to do: run that step through a compiler memgate gates (CC/CXX), give the build more memory,");
+    lines.push_back("  or lower --memory so the gated jobs leave it room.");
+  }
   std::string out;
   for (const auto& l : lines) out += "memgate: " + l + "\n";
   return out;

@@ -42,8 +42,36 @@ BuildFacts build_facts(const BuildRecord& build, size_t heaviest = 5);
 // The verdict sentence for the given fractions (see BuildFacts).
 std::string limit_verdict(double memory_bound, double cpu_bound, int jobs);
 
-// Every line starts with "memgate: " and ends with '\n' (for stderr).
+// Every line starts with "memgate: " and ends with '\n' (for stderr). A
+// failed build that lost a job to memory ends with format_memory_failure.
 std::string format_summary(const BuildRecord& build);
+// The same, with what the run lacked ("build not confined (--no-confine)")
+// as a `memgate: degraded: ...` line before the memory explanation, so the
+// explanation is always the last thing memgate prints.
+std::string format_summary(const BuildRecord& build, const std::vector<std::string>& degraded);
+
+// Why a failed build lost a job to memory. Users read "Killed" or "Error
+// 137" in the build log as a compiler error; these say what happened.
+enum class MemoryDeath {
+  kernel_oom,  // the kernel OOM killer ended its last attempt (outcome "oom")
+  memgate,     // memgate killed it under pressure and gave up (outcome "requeued")
+  sigkill,     // exit status 137 with no OOM kill recorded: most likely the OOM killer
+};
+
+struct LostJob {
+  int job = -1;  // index into BuildRecord::jobs
+  MemoryDeath how = MemoryDeath::kernel_oom;
+};
+
+// The jobs whose final attempt died of memory, heaviest first. Empty when
+// the build succeeded: a job that was rerun and finished cost nothing.
+std::vector<LostJob> jobs_lost_to_memory(const BuildRecord& build);
+
+// The closing explanation of a failed build that lost jobs to memory, or
+// processes memgate did not gate (counter "oom_killed_ungated"); "" when
+// memory was not the cause. Names the job, its peak against the budget,
+// that it was an OOM kill and not a compiler error, and what to do.
+std::string format_memory_failure(const BuildRecord& build);
 
 // "a...z": `text` cut in the middle to at most `max` bytes (UTF-8 safe
 // cut points), for identities that are long paths.

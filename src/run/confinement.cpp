@@ -53,7 +53,10 @@ Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool c
   if (!c.confine_->can_freeze())
     c.degraded_.push_back(platform::freezer_forced_off() ? "jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)"
                                                          : "jobs paused with SIGSTOP (no cgroup freezer)");
-  if (auto leaf = c.confine_->create_child("build")) c.build_leaf_ = *leaf;
+  if (auto leaf = c.confine_->create_child("build")) {
+    c.build_leaf_ = *leaf;
+    c.leaf_oom_base_ = leaf->oom_kills().value_or(0);
+  }
   if (!confine) {
     c.degraded_.insert(c.degraded_.begin(), "build not confined (--no-confine)");
     return c;
@@ -69,9 +72,11 @@ Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool c
   return c;
 }
 
+// The build tool joins its leaf even under --no-confine (no limit there):
+// it is measured, and its OOM kills are counted, either way.
 std::vector<std::string> Confinement::build_dirs() const {
   std::vector<std::string> dirs;
-  if (!confined_ || !build_leaf_) return dirs;
+  if (!build_leaf_) return dirs;
   dirs.push_back(build_leaf_->memory_dir());
   if (!build_leaf_->freezer_dir().empty() && build_leaf_->freezer_dir() != build_leaf_->memory_dir())
     dirs.push_back(build_leaf_->freezer_dir());
@@ -97,6 +102,11 @@ MemoryReadings Confinement::read(Bytes jobs_current) const {
   if (pressure.psi && pressure.psi->full) r.psi_full_avg10 = pressure.psi->full->avg10;
   r.psi_machine_wide = std::string_view(pressure.source) == "machine";
   return r;
+}
+
+std::int64_t Confinement::ungated_oom_kills() const {
+  if (!build_leaf_) return 0;
+  return std::max<std::int64_t>(0, build_leaf_->oom_kills().value_or(leaf_oom_base_) - leaf_oom_base_);
 }
 
 std::optional<Bytes> Confinement::peak() const { return confine_ ? confine_->peak() : std::nullopt; }

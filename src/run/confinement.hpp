@@ -72,6 +72,10 @@ class Confinement {
   std::size_t release_leftovers() const;
   // Kills what is left if asked, then removes the cgroups.
   void remove(bool kill_first);
+  // Processes the kernel's OOM killer ended in the build leaf since set-up:
+  // the build tool or a program memgate did not gate (jobs have their own
+  // cgroups and their own count).
+  std::int64_t ungated_oom_kills() const;
 
   bool confined() const { return confined_; }
   const std::vector<std::string>& degraded() const { return degraded_; }
@@ -82,6 +86,7 @@ class Confinement {
   std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
   std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
   bool confined_ = false;
+  std::int64_t leaf_oom_base_ = 0;
   std::vector<std::string> degraded_;
 };
 

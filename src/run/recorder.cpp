@@ -114,12 +114,11 @@ void publish(BuildRecord& b, History* history, const std::vector<std::string>& d
     if (auto id = history->save_build(b)) b.id = *id;
     else log::warn("could not save this build to history: {}", id.error());
   }
-  if (!quiet) {
-    std::string text = format_summary(b);
-    if (!degraded.empty()) text += fmt::format("memgate: degraded: {}\n", fmt::join(degraded, "; "));
-    ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
-    (void)n;
-  }
+  // Even --quiet says when memory, not the compiler, failed the build:
+  // "Killed" / "Error 137" is misread all the time.
+  std::string text = quiet ? format_memory_failure(b) : format_summary(b, degraded);
+  ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+  (void)n;
   if (auto st = write_reports(b, report_html, trace_json); !st) log::warn("{}", st.error());
 }
 

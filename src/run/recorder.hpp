@@ -71,8 +71,8 @@ class Recorder {
 };
 
 // The end of a build: its record saved to history (its id filled in), the
-// summary on stderr (unless quiet) ending with the degraded line, and the
-// report files asked for. Failures are warnings; the build's status stands.
+// summary on stderr (under --quiet only the explanation of a build memory
+// failed), and the report files asked for. Failures are warnings; the build's status stands.
 void publish(BuildRecord& build, History* history, const std::vector<std::string>& degraded, bool quiet,
              const std::string& report_html, const std::string& trace_json);
 

@@ -296,6 +296,13 @@ void Runner::finish() {
     t.counters[Counter::dropped_malformed] = static_cast<std::int64_t>(sc.dropped_malformed);
     t.counters[Counter::dropped_idle] = static_cast<std::int64_t>(sc.dropped_idle);
     t.events = gov_->events();
+    if (std::int64_t n = cgroups_->ungated_oom_kills(); n > 0) {
+      t.counters[Counter::oom_killed_ungated] = n;
+      t.events.push_back(GovEvent{now(), EventKind::oom_kill, -1,
+                                  fmt::format("{} process(es) in the build's own cgroup (the build tool or a program "
+                                              "memgate does not gate)",
+                                              n)});
+    }
     BuildRecord b = recorder_.build_record(t);
     publish(b, history_.get(), cgroups_->degraded(), opt_.quiet, opt_.report_html, opt_.trace_json);
   }

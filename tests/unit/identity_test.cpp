@@ -200,6 +200,55 @@ TEST(Identity, NvccEnvironmentFlagsCount) {
   EXPECT_EQ(with_nvcc_env_flags(gcc, "-x", "-y"), gcc);
 }
 
+// hipcc's offload archs count as nvcc's -gencode list does: in identity
+// and klass (one device compile each), and in CPU weight when clang runs
+// the device compiles at once (-parallel-jobs, as nvcc --threads).
+TEST(Identity, HipccOffloadArchSpellingsAreOneTargetList) {
+  auto hip = [](const std::string& flags) { return analyze_command(split("hipcc -c k.hip -o k.o " + flags), "/b"); };
+  auto listed = hip("--offload-arch=gfx942,gfx90a");
+  auto repeated = hip("--offload-arch=gfx90a --offload-arch=gfx942");
+  auto legacy = hip("--amdgpu-target=gfx90a --amdgpu-target=gfx942");
+  auto mixed = hip("--amdgpu-target=gfx942 --offload-arch=gfx90a --offload-arch=gfx90a");
+  for (const auto* info : {&listed, &repeated, &legacy, &mixed}) {
+    EXPECT_EQ(info->archs, (std::vector<std::string>{"gfx90a", "gfx942"}));
+    EXPECT_EQ(info->gpu_pipelines, 2);
+    EXPECT_EQ(info->key.klass, "hipcc:compile[gfx90a,gfx942]");
+    EXPECT_EQ(info->key.identity, "hipcc:compile:b/k.hip->k.o[gfx90a,gfx942]");
+    EXPECT_EQ(info->key.cpu_weight, 1);  // clang compiles the archs one after another
+  }
+  auto one = hip("--offload-arch=gfx90a");
+  EXPECT_EQ(one.key.klass, "hipcc:compile[gfx90a]");
+  EXPECT_EQ(one.gpu_pipelines, 1);
+  EXPECT_NE(one.key.identity, listed.key.identity);
+  EXPECT_EQ(klass_family(one.key.klass), klass_family(listed.key.klass));
+  // Target features make a code object of their own.
+  EXPECT_EQ(hip("--offload-arch=gfx90a:xnack+ --offload-arch=gfx90a:xnack-").gpu_pipelines, 2);
+  EXPECT_EQ(hip("--offload-arch=gfx90a,gfx942 --no-offload-arch=gfx942").archs, std::vector<std::string>{"gfx90a"});
+  EXPECT_TRUE(hip("--offload-arch=gfx90a --no-offload-arch=all").archs.empty());
+}
+
+TEST(Identity, HipccParallelJobsWeighLikeNvccThreads) {
+  EXPECT_EQ(weight_of("hipcc -c k.hip -o k.o -parallel-jobs=4 --offload-arch=gfx90a,gfx942,gfx1100"), 3);
+  EXPECT_EQ(weight_of("hipcc -c k.hip -o k.o -parallel-jobs=2 --offload-arch=gfx90a,gfx942,gfx1100"), 2);
+  EXPECT_EQ(weight_of("hipcc -c k.hip -o k.o -parallel-jobs=4 --offload-arch=gfx90a"), 1);
+  EXPECT_EQ(weight_of("clang++ -x hip -c k.cpp -o k.o -parallel-jobs=2 --offload-arch=gfx90a --offload-arch=gfx942"), 2);
+}
+
+TEST(Identity, HipccTargetsFromTheEnvironmentCount) {
+  auto argv = with_hip_env_targets(split("ccache hipcc -c k.hip -o k.o"), "gfx90a,gfx942");
+  EXPECT_EQ(argv.back(), "--offload-arch=gfx90a,gfx942");
+  EXPECT_EQ(analyze_command(argv, "/b").key.klass, "hipcc:compile[gfx90a,gfx942]");
+  // The command line wins over HCC_AMDGPU_TARGET, as in hipcc itself.
+  auto given = split("hipcc -c k.hip --offload-arch=gfx90a");
+  EXPECT_EQ(with_hip_env_targets(given, "gfx942"), given);
+  auto legacy = split("hipcc -c k.hip --amdgpu-target=gfx90a");
+  EXPECT_EQ(with_hip_env_targets(legacy, "gfx942"), legacy);
+  auto gcc = split("g++ -c a.cpp");
+  EXPECT_EQ(with_hip_env_targets(gcc, "gfx942"), gcc);
+  auto bare = split("hipcc -c k.hip");
+  EXPECT_EQ(with_hip_env_targets(bare, " "), bare);
+}
+
 TEST(Identity, ToolNamesAreNormalised) {
   EXPECT_EQ(normalize_tool_name("g++-12"), "g++");
   EXPECT_EQ(normalize_tool_name("/usr/bin/clang++-14"), "clang++");

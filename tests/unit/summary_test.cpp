@@ -132,3 +132,116 @@ TEST(ShortenMiddle, KeepsBothEndsAndRespectsUtf8) {
   EXPECT_NE(static_cast<unsigned char>(s.back()) & 0xC0, 0xC0) << "no dangling lead byte";
   EXPECT_EQ(s.size() % 2, 1u) << "whole characters on each side of the three dots";
 }
+
+namespace {
+
+// A failed build whose job 1 was killed by memory on every attempt.
+BuildRecord lost_build(const std::vector<Outcome>& outcomes, int exit_status = 137) {
+  BuildRecord b = build(0, 0);
+  b.jobs.resize(3);
+  b.exit_status = 2;  // make's status
+  b.budget = 1536 * MiB;
+  b.jobs[1] = job("c++:compile:src/huge.cpp->huge.o", 2300 * MiB, 512 * MiB);
+  b.jobs[1].exit_status = exit_status;
+  for (const auto& o : outcomes) b.jobs[1].attempt_log.push_back(Attempt{1, 2, o, 2300 * MiB});
+  b.jobs[1].attempts = static_cast<int>(outcomes.size());
+  return b;
+}
+
+// The lines after the last "memgate: degraded" or verdict line.
+std::string tail_from(const std::string& s, const std::string& start) {
+  size_t at = s.find(start);
+  return at == std::string::npos ? "" : s.substr(at);
+}
+
+}  // namespace
+
+TEST(MemoryFailure, AJobKilledByTheKernelIsNamedWithItsPeakAndTheBudget) {
+  BuildRecord b = lost_build({Outcome::oom, Outcome::oom, Outcome::oom, Outcome::oom});
+  std::string s = format_summary(b);
+  std::string tail = tail_from(s, "memgate: the build failed because a job ran out of memory");
+  ASSERT_FALSE(tail.empty()) << s;
+  EXPECT_EQ(s.substr(s.size() - tail.size()), tail) << "the explanation ends the output";
+  EXPECT_TRUE(contains(tail, "not because of a compiler error")) << tail;
+  EXPECT_TRUE(contains(tail, "memgate:   c++:compile:src/huge.cpp->huge.o\n")) << tail;
+  EXPECT_TRUE(contains(tail, "was killed by the kernel's OOM killer (SIGKILL, exit status 137), 4 times: memgate reran it and gave up"))
+      << tail;
+  EXPECT_TRUE(contains(tail, "it reached 2.25 GiB against a budget of 1.50 GiB (150%)")) << tail;
+  EXPECT_TRUE(contains(tail, "\"Killed\" or \"Error 137\"")) << tail;
+  EXPECT_TRUE(contains(tail, "what to do: this one job needs more memory than the build may use")) << tail;
+  EXPECT_TRUE(contains(tail, "a lower -O level or -g0 for this file")) << tail;
+  b.jobs[1].key.tool = "nvcc";
+  EXPECT_TRUE(contains(format_memory_failure(b), "fewer GPU targets (TORCH_CUDA_ARCH_LIST, FLASH_ATTN_CUDA_ARCHS)"));
+}
+
+TEST(MemoryFailure, AJobThatFitsTheBudgetPointsAtMemoryOutsideTheBuild) {
+  BuildRecord b = lost_build({Outcome::oom});
+  b.budget = 8 * GiB;
+  std::string s = format_memory_failure(b);
+  EXPECT_TRUE(contains(s, "was killed by the kernel's OOM killer (SIGKILL, exit status 137);")) << s;
+  EXPECT_FALSE(contains(s, "times: memgate reran")) << s;
+  EXPECT_TRUE(contains(s, "the job fits the budget on its own")) << s;
+  EXPECT_TRUE(contains(s, "--no-confine")) << s;
+}
+
+TEST(MemoryFailure, AKillByMemgateAndABareSigkillAreToldApart) {
+  std::string by_us = format_memory_failure(lost_build({Outcome::requeued, Outcome::requeued, Outcome::requeued, Outcome::requeued}));
+  EXPECT_TRUE(contains(by_us, "was killed by memgate under memory pressure 4 times")) << by_us;
+  std::string bare = format_memory_failure(lost_build({Outcome::failed}));
+  EXPECT_TRUE(contains(bare, "was killed by SIGKILL (exit status 137)")) << bare;
+  EXPECT_TRUE(contains(bare, "dmesg")) << bare;
+}
+
+TEST(MemoryFailure, NothingIsSaidWhenMemoryWasNotTheCause) {
+  BuildRecord compile_error = lost_build({Outcome::failed}, 1);
+  EXPECT_EQ(format_memory_failure(compile_error), "");
+  BuildRecord rerun_and_fine = lost_build({Outcome::oom, Outcome::ok}, 0);
+  rerun_and_fine.exit_status = 0;
+  EXPECT_EQ(format_memory_failure(rerun_and_fine), "");
+  EXPECT_TRUE(jobs_lost_to_memory(rerun_and_fine).empty());
+  // A failed build whose OOM-killed job was rerun and finished: the failure is elsewhere.
+  BuildRecord other = lost_build({Outcome::oom, Outcome::ok}, 0);
+  other.jobs[2] = job("c++:compile:bad.cpp->bad.o", 100 * MiB, 0);
+  other.jobs[2].exit_status = 1;
+  EXPECT_EQ(format_memory_failure(other), "");
+}
+
+TEST(MemoryFailure, SeveralLostJobsAreListedHeaviestFirst) {
+  BuildRecord b = lost_build({Outcome::oom});
+  b.jobs[0] = job("c++:compile:src/bigger.cpp->bigger.o", 3 * GiB, 0);
+  b.jobs[0].exit_status = 137;
+  b.jobs[0].attempt_log.push_back(Attempt{1, 2, Outcome::oom, 3 * GiB});
+  auto lost = jobs_lost_to_memory(b);
+  ASSERT_EQ(lost.size(), 2u);
+  EXPECT_EQ(lost[0].job, 0);
+  EXPECT_EQ(lost[1].job, 1);
+  std::string s = format_memory_failure(b);
+  EXPECT_TRUE(contains(s, "because 2 jobs ran out of memory")) << s;
+  EXPECT_LT(s.find("bigger.o"), s.find("huge.o")) << s;
+}
+
+TEST(MemoryFailure, AnUngatedProcessKilledByTheKernelIsExplained) {
+  BuildRecord b = build(0, 0);
+  b.exit_status = 1;
+  b.budget = 2 * GiB;
+  b.peak_bytes = 2 * GiB;
+  b.counters[Counter::oom_killed_ungated] = 1;
+  b.events.push_back(BuildEvent{3, EventKind::oom_kill, -1, "pid 4242 (python3) in the build's own cgroup"});
+  std::string s = format_memory_failure(b);
+  EXPECT_TRUE(contains(s, "the kernel's OOM killer killed 1 process memgate did not gate")) << s;
+  EXPECT_TRUE(contains(s, "memgate:   pid 4242 (python3) in the build's own cgroup\n")) << s;
+  EXPECT_TRUE(contains(s, "not an error of the build's own")) << s;
+  EXPECT_TRUE(contains(s, "the build peaked at 2.00 GiB against a budget of 2.00 GiB")) << s;
+  EXPECT_TRUE(contains(s, "what to do:")) << s;
+}
+
+TEST(MemoryFailure, DegradedLineComesBeforeTheExplanation) {
+  BuildRecord b = lost_build({Outcome::oom, Outcome::oom, Outcome::oom, Outcome::oom});
+  std::string s = format_summary(b, {"build not confined (--no-confine)"});
+  size_t degraded = s.find("memgate: degraded: build not confined (--no-confine)\n");
+  size_t why = s.find("memgate: the build failed because a job ran out of memory");
+  ASSERT_NE(degraded, std::string::npos) << s;
+  ASSERT_NE(why, std::string::npos) << s;
+  EXPECT_LT(degraded, why);
+  EXPECT_EQ(format_summary(build(0, 0), {}), format_summary(build(0, 0)));
+}
