@@ -38,13 +38,17 @@ int run_doctor(const DoctorArgs& args) {
   auto outcomes = doctor::kill_stale(f.stale);
   bool all_ended = true;
   for (const auto& k : outcomes) all_ended = all_ended && k.ended;
+  std::string cleaned;
+  bool cgroups_ok = doctor::clean_stale_cgroups(f.stale_cgroups, &cleaned);
   if (args.json) {
     print(doctor::render_json(f, &outcomes));
-  } else if (!outcomes.empty()) {
-    print("ending them:\n" + doctor::render_kills(outcomes));
+  } else {
+    if (!outcomes.empty()) print("ending them:\n" + doctor::render_kills(outcomes));
+    if (!f.stale_cgroups.empty()) print(doctor::render_stale_cgroups(f.stale_cgroups) + "cleaning them:\n" + cleaned);
   }
   if (!all_ended) log::error("some stale processes could not be ended (see above)");
-  return all_ended ? 0 : 1;
+  if (!cgroups_ok) log::error("some cgroups left by a dead memgate could not be removed (see above)");
+  return all_ended && cgroups_ok ? 0 : 1;
 }
 
 }  // namespace
@@ -54,7 +58,8 @@ void add_doctor_command(CLI::App& app, int* status) {
   auto* cmd = app.add_subcommand("doctor", "what this machine offers a build, and what is eating its memory now");
   cmd->add_flag("--json", args->json, "machine-readable output (stable keys)");
   cmd->add_flag("--kill-stale", args->kill_stale,
-                "end the listed stale compiler processes of this user (SIGTERM, then SIGKILL)");
+                "end the listed stale compiler processes of this user (SIGTERM, then SIGKILL), and thaw, "
+                "empty and remove cgroups a memgate that died left behind");
   cmd->add_flag("--build-env", args->build_env,
                 "also check the build environment of torch/CUDA/ROCm extensions: nvcc and torch versions, host "
                 "compiler, ninja, Python modules, GPU targets, and flash-attn's MAX_JOBS against memgate's");

@@ -113,6 +113,7 @@ Findings gather(const GatherOptions& options) {
   probe_cgroups(f);
   f.psi = platform::read_psi();
   f.stale = detect_stale();
+  f.stale_cgroups = platform::find_stale_cgroups(f.cgroups);
   if (options.build_env) {
     BuildEnvSources src = real_sources(options.python);
     src.slots = f.cores;
@@ -134,9 +135,33 @@ std::string verdict(const Findings& f) {
   if (f.meminfo.available && *f.meminfo.available < f.budget.budget) {
     v += fmt::format(" ({} is available right now)", format_bytes(*f.meminfo.available));
   }
-  if (f.stale.empty()) return v + "; no stale compiler processes";
+  if (!f.stale_cgroups.empty())
+    v += fmt::format("; {} cgroup{} left by a memgate that died", f.stale_cgroups.size(),
+                     f.stale_cgroups.size() == 1 ? "" : "s");
+  if (f.stale.empty())
+    return v + (f.stale_cgroups.empty() ? "; no stale compiler processes"
+                                        : "; no stale compiler processes (run: memgate doctor --kill-stale)");
   return v + fmt::format("; {} held by {} stale compiler process{} (run: memgate doctor --kill-stale)",
                          format_bytes(total_rss(f.stale)), f.stale.size(), f.stale.size() == 1 ? "" : "es");
+}
+
+std::string render_stale_cgroups(const std::vector<platform::StaleCgroup>& stale) {
+  if (stale.empty()) return "";
+  std::string out = fmt::format("cgroups left by a memgate that died ({})\n", stale.size());
+  for (const auto& s : stale)
+    out += fmt::format("  memgate pid {:>7}  {} process(es) inside  {}\n", s.pid, s.processes.size(),
+                       s.cgroup.memory_dir().empty() ? s.cgroup.freezer_dir() : s.cgroup.memory_dir());
+  return out;
+}
+
+bool clean_stale_cgroups(const std::vector<platform::StaleCgroup>& stale, std::string* report) {
+  bool all = true;
+  for (const auto& s : stale) {
+    auto st = platform::clean_stale_cgroup(s);
+    all = all && st.ok();
+    *report += fmt::format("  memgate pid {:>7}  {}\n", s.pid, st ? "thawed, emptied and removed" : st.error());
+  }
+  return all;
 }
 
 std::string render_stale(const std::vector<StaleProcess>& stale) {
@@ -160,6 +185,7 @@ std::string render_text(const Findings& f) {
   render_kernel(f, out);
   out += "\n";
   out += render_stale(f.stale);
+  out += render_stale_cgroups(f.stale_cgroups);
   if (page_cache_note(f.meminfo)) {
     out += "\nnote: MemFree is low but MemAvailable is high: the difference is page cache, which the kernel\n"
            "      reclaims on demand. There is no need to drop caches.\n";
@@ -195,6 +221,12 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
   for (const auto& s : f.stale) stale.push_back({{"pid", s.pid}, {"ppid", s.ppid}, {"comm", s.comm}, {"rss_bytes", s.rss}});
   j["stale_processes"] = stale;
   j["stale_rss_bytes"] = total_rss(f.stale);
+  auto cgs = nlohmann::json::array();
+  for (const auto& s : f.stale_cgroups)
+    cgs.push_back({{"pid", s.pid},
+                   {"dir", s.cgroup.memory_dir().empty() ? s.cgroup.freezer_dir() : s.cgroup.memory_dir()},
+                   {"processes", s.processes.size()}});
+  j["stale_cgroups"] = cgs;
   j["page_cache_note"] = page_cache_note(f.meminfo);
   j["verdict"] = verdict(f);
   if (f.build_env) j["build_env"] = build_env_json(*f.build_env);

@@ -10,6 +10,7 @@
 #include "core/capacity.hpp"
 #include "doctor/build_env.hpp"
 #include "doctor/stale.hpp"
+#include "platform/cgroup_stale.hpp"
 #include "platform/cgroup.hpp"
 #include "platform/meminfo.hpp"
 #include "platform/psi.hpp"
@@ -31,6 +32,7 @@ struct Findings {
   bool freezer_forced_off = false;    // MEMGATE_NO_FREEZER is set
   std::optional<platform::Psi> psi;
   std::vector<StaleProcess> stale;
+  std::vector<platform::StaleCgroup> stale_cgroups;  // left by a memgate that died
   std::optional<BuildEnv> build_env;  // with --build-env
 };
 
@@ -64,6 +66,10 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
 
 // The stale list as printed by --kill-stale before it acts.
 std::string render_stale(const std::vector<StaleProcess>& stale);
+std::string render_stale_cgroups(const std::vector<platform::StaleCgroup>& stale);
+// Thaws, empties and removes each; one line per cgroup saying how it went.
+// False if any could not be removed.
+bool clean_stale_cgroups(const std::vector<platform::StaleCgroup>& stale, std::string* report);
 std::string render_kills(const std::vector<KillOutcome>& outcomes);
 
 }  // namespace memgate::doctor

@@ -151,6 +151,21 @@ Result<Cgroup> Cgroup::create_under(CgroupLayout& parent, const std::string& nam
   return cg;
 }
 
+void Cgroup::thaw_all() const {
+  if (version_ == CgroupVersion::v1) {
+    if (!freezer_dir_.empty()) thaw_tree(freezer_dir_);
+    return;
+  }
+  if (version_ != CgroupVersion::v2 || memory_dir_.empty()) return;
+  std::vector<std::string> todo{memory_dir_};
+  while (!todo.empty()) {
+    std::string d = todo.back();
+    todo.pop_back();
+    if (path_exists(join_path(d, "cgroup.freeze"))) (void)write_file(join_path(d, "cgroup.freeze"), "0");
+    for (auto& c : child_dirs(d)) todo.push_back(std::move(c));
+  }
+}
+
 Result<Cgroup> Cgroup::create_child(const std::string& name) const {
   return create_in(version_, memory_dir_, version_ == CgroupVersion::v1 ? freezer_dir_ : "", name);
 }

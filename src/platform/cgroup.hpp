@@ -128,6 +128,10 @@ class Cgroup {
   // appear. A frozen v1 cgroup is thawed after the SIGKILLs are queued, since
   // a frozen task cannot act on them.
   Status kill_all() const;
+  // Thaws this cgroup and every cgroup below it (a v1 child frozen on its
+  // own stays frozen when its parent thaws; v2 likewise keeps a child's own
+  // cgroup.freeze). Best effort: what cannot be thawed is left.
+  void thaw_all() const;
 
   CgroupVersion version() const { return version_; }
   const std::string& memory_dir() const { return memory_dir_; }

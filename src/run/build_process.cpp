@@ -1,6 +1,7 @@
 #include "run/build_process.hpp"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -23,7 +24,13 @@ bool g_hup_ignored = false;
 
 // In the child between fork and exec: async-signal-safe calls only where
 // it matters (we are single-threaded, so setenv is fine here).
-[[noreturn]] void exec_child(const SpawnSpec& spec, int err_fd) {
+[[noreturn]] void exec_child(const SpawnSpec& spec, pid_t parent, int err_fd) {
+  // If memgate dies (SIGKILL, a crash), the build is told as if by Ctrl-C's
+  // cousin, SIGTERM: it stops starting jobs, and its wrappers, which lose
+  // their socket at the same moment, thaw and finish what they run
+  // (wrap/client.cpp). Nothing is left frozen or waiting for memgate.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) _exit(125);  // memgate died before prctl took effect
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -32,7 +39,7 @@ bool g_hup_ignored = false;
   signal(SIGPIPE, SIG_DFL);
   for (const auto& dir : spec.cgroup_dirs) {
     std::string path = dir + "/cgroup.procs";
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0) {
       std::string pid = std::to_string(getpid());
       ssize_t n = ::write(fd, pid.data(), pid.size());
@@ -66,6 +73,7 @@ pid_t spawn_build(const SpawnSpec& spec, SpawnFailure* failure) {
     *failure = {125, fmt::format("cannot create a pipe: {}", std::strerror(errno))};
     return -1;
   }
+  pid_t parent = ::getpid();
   pid_t pid = fork();
   if (pid < 0) {
     *failure = {125, fmt::format("cannot fork: {}", std::strerror(errno))};
@@ -75,7 +83,7 @@ pid_t spawn_build(const SpawnSpec& spec, SpawnFailure* failure) {
   }
   if (pid == 0) {
     ::close(pipefd[0]);
-    exec_child(spec, pipefd[1]);
+    exec_child(spec, parent, pipefd[1]);
   }
   ::close(pipefd[1]);
   int child_errno = 0;

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "platform/cgroup_stale.hpp"
 #include "platform/meminfo.hpp"
 #include "util/log.hpp"
 
@@ -42,6 +43,14 @@ Confinement Confinement::none(const std::string& why) {
 Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool confine) {
   platform::CgroupLayout layout = platform::detect_cgroups();
   if (layout.version == platform::CgroupVersion::none) return none("no cgroup memory controller here");
+  // What a memgate that died here left: thaw it so its build can end, then
+  // remove it, before it confuses this run's accounting.
+  for (const auto& stale : platform::find_stale_cgroups(layout)) {
+    auto st = platform::clean_stale_cgroup(stale);
+    if (st) log::info("removed the cgroups of memgate {}, which died ({} process(es) ended)", stale.pid,
+                      stale.processes.size());
+    else log::warn("cannot remove the cgroups of memgate {}, which died: {}", stale.pid, st.error());
+  }
   auto cg = platform::Cgroup::create_under(layout, fmt::format("memgate-{}", ::getpid()));
   if (!cg) return none(cg.error());
 
