@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "platform/proc.hpp"
 #include "predict/identity.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -210,6 +213,52 @@ ExitMsg exit_report(int status, const rusage& ru, double wall_s) {
   return exit;
 }
 
+// The runner died while this job ran (it never speaks during a run, so
+// anything readable now is its hang-up). Whatever it froze or stopped
+// would stay so for ever: thaw the job's cgroups and continue its tree,
+// then let it finish ungated. Best effort; the grant's paths were checked
+// when it came.
+void thaw_orphaned_job(const Launch& launch, const GrantMsg& grant, pid_t child) {
+  for (const auto& dir : grant.cgroups) {
+    for (auto [file, value] : {std::pair{"/freezer.state", "THAWED"}, std::pair{"/cgroup.freeze", "0"}}) {
+      int fd = ::open((dir + file).c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) continue;
+      ssize_t n = ::write(fd, value, std::strlen(value));
+      (void)n;
+      ::close(fd);
+    }
+  }
+  for (pid_t p : platform::process_tree(child)) ::kill(p, SIGCONT);
+  log::warn("memgate run went away while '{}' ran; letting it finish ungated",
+            launch.argv.empty() ? launch.exe : launch.argv[0]);
+}
+
+// Waits until the child exits (leaving it a zombie, so its pid stays its
+// own). Watches the runner's socket meanwhile: a hang-up there means the
+// runner died, and the job must not stay frozen. Returns whether the
+// runner is still there.
+bool wait_for_child(pid_t pid, int fd, const Launch& launch, const GrantMsg& grant) {
+  int pidfd = fd >= 0 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
+  bool connected = fd >= 0;
+  if (pidfd >= 0) {
+    for (;;) {
+      pollfd fds[2] = {{pidfd, POLLIN, 0}, {fd, POLLIN, 0}};
+      int n = ::poll(fds, connected ? 2 : 1, -1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) break;
+      if (connected && fds[1].revents) {
+        connected = false;
+        thaw_orphaned_job(launch, grant, pid);
+      }
+    }
+    ::close(pidfd);
+  }
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  return connected;
+}
+
 // One attempt: spawn, wait, report. `fd` < 0 once the governor is
 // lost; the attempt still runs to the end and is never rerun.
 AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
@@ -235,9 +284,7 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
     if (connected && !write_message(fd, StartedMsg{static_cast<int>(pid)})) connected = false;
     // Wait without reaping first: while forwarding is on, the pid must stay
     // the child's (a zombie), never a recycled one that a signal could hit.
-    siginfo_t info{};
-    while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-    }
+    connected = wait_for_child(pid, connected ? fd : -1, launch, grant);
   }
   int status = 0;
   rusage ru{};
