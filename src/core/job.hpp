@@ -78,6 +78,8 @@ enum class Counter {
   refused_pid,        // `started` pids ignored: not below the wrapper that reported them
   unjoined,           // attempts that could not join their cgroup (measured from /proc)
   oom_killed_ungated, // processes the OOM killer ended in the build's own cgroup (not a gated job)
+  ungated,            // compiler processes found in the build outside every job
+  ungated_peak_bytes, // the most memory they held at once
 };
 
 // Counters present in a record: a missing one was not recorded (an older

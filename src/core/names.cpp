@@ -55,7 +55,7 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
     {EventKind::pressure, "pressure"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 25> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 27> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -81,6 +81,8 @@ constexpr std::array<std::pair<Counter, std::string_view>, 25> kCounters{{
     {Counter::refused_pid, "refused_pid"},
     {Counter::unjoined, "unjoined"},
     {Counter::oom_killed_ungated, "oom_killed_ungated"},
+    {Counter::ungated, "ungated"},
+    {Counter::ungated_peak_bytes, "ungated_peak_bytes"},
 }};
 
 }  // namespace

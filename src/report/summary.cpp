@@ -158,8 +158,10 @@ std::string summary_body(const BuildRecord& b) {
 
 std::string format_summary(const BuildRecord& b) { return summary_body(b) + format_memory_failure(b); }
 
-std::string format_summary(const BuildRecord& b, const std::vector<std::string>& degraded) {
+std::string format_summary(const BuildRecord& b, const std::vector<std::string>& degraded,
+                           const std::vector<std::string>& notes) {
   std::string out = summary_body(b);
+  for (const auto& n : notes) out += "memgate: " + printable(n) + "\n";
   if (!degraded.empty()) {
     out += "memgate: degraded: ";
     for (size_t i = 0; i < degraded.size(); ++i) out += (i ? "; " : "") + printable(degraded[i]);

@@ -48,7 +48,10 @@ std::string format_summary(const BuildRecord& build);
 // The same, with what the run lacked ("build not confined (--no-confine)")
 // as a `memgate: degraded: ...` line before the memory explanation, so the
 // explanation is always the last thing memgate prints.
-std::string format_summary(const BuildRecord& build, const std::vector<std::string>& degraded);
+// `notes` (lines the runner adds, such as the ungated compilers) come
+// after the body, before the degraded line.
+std::string format_summary(const BuildRecord& build, const std::vector<std::string>& degraded,
+                           const std::vector<std::string>& notes = {});
 
 // Why a failed build lost a job to memory. Users read "Killed" or "Error
 // 137" in the build log as a compiler error; these say what happened.

@@ -50,9 +50,10 @@ class JobExec {
   bool oom_killed() const;
   void end_attempt();
   bool has_cgroup() const { return cg_.has_value() && joined_; }
+  // The job's processes: its cgroup's, else the child's process tree.
+  std::vector<pid_t> tree() const;
 
  private:
-  std::vector<pid_t> tree() const;
 
   std::optional<platform::Cgroup> parent_, home_;
   std::optional<platform::Cgroup> cg_;

@@ -108,18 +108,17 @@ BuildRecord Recorder::build_record(const Totals& t) const {
   return b;
 }
 
-void publish(BuildRecord& b, History* history, const std::vector<std::string>& degraded, bool quiet,
-             const std::string& report_html, const std::string& trace_json) {
+void publish(BuildRecord& b, History* history, const PublishOptions& o) {
   if (history) {
     if (auto id = history->save_build(b)) b.id = *id;
     else log::warn("could not save this build to history: {}", id.error());
   }
   // Even --quiet says when memory, not the compiler, failed the build:
   // "Killed" / "Error 137" is misread all the time.
-  std::string text = quiet ? format_memory_failure(b) : format_summary(b, degraded);
+  std::string text = o.quiet ? format_memory_failure(b) : format_summary(b, o.degraded, o.notes);
   ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
   (void)n;
-  if (auto st = write_reports(b, report_html, trace_json); !st) log::warn("{}", st.error());
+  if (auto st = write_reports(b, o.report_html, o.trace_json); !st) log::warn("{}", st.error());
 }
 
 }  // namespace memgate

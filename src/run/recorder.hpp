@@ -73,7 +73,12 @@ class Recorder {
 // The end of a build: its record saved to history (its id filled in), the
 // summary on stderr (under --quiet only the explanation of a build memory
 // failed), and the report files asked for. Failures are warnings; the build's status stands.
-void publish(BuildRecord& build, History* history, const std::vector<std::string>& degraded, bool quiet,
-             const std::string& report_html, const std::string& trace_json);
+struct PublishOptions {
+  std::vector<std::string> degraded;  // what the run lacked
+  std::vector<std::string> notes;     // extra summary lines (ungated compilers)
+  bool quiet = false;
+  std::string report_html, trace_json;
+};
+void publish(BuildRecord& build, History* history, const PublishOptions& options);
 
 }  // namespace memgate

@@ -21,6 +21,7 @@
 #include "run/build_process.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "wrap/parts.hpp"
 #include "wrap/shims.hpp"
 
 namespace memgate {
@@ -30,23 +31,6 @@ namespace {
 // After Ctrl-C or SIGTERM the build gets this long to stop by itself
 // before everything left is killed.
 constexpr double kAbortGrace_s = 2.0;
-
-std::string self_exe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "memgate";
-  return std::string(buf, static_cast<size_t>(n));
-}
-
-// The program the shims and launcher variables run: memgate-wrap next to
-// this binary (it starts on about half of memgate's CPU, see
-// src/wrap_main.cpp), else memgate itself, which behaves the same.
-std::string wrapper_exe(const std::string& self) {
-  auto slash = self.rfind('/');
-  if (slash == std::string::npos) return self;
-  std::string small = self.substr(0, slash + 1) + "memgate-wrap";
-  return ::access(small.c_str(), X_OK) == 0 ? small : self;
-}
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -151,15 +135,21 @@ bool Runner::start_server() {
 }
 
 bool Runner::start_build() {
-  std::string exe = wrapper_exe(self_exe());
-  auto shims = ensure_shim_dir(default_shim_dir(), exe);
+  Parts parts = find_parts();  // this copy's wrapper, preload library and shim dir
   InjectionInput in;
   in.env = current_environment();
-  in.memgate_exe = exe;
+  in.memgate_exe = parts.wrapper;
   in.socket_path = server_->path();
   in.slots = slots_;
-  if (shims) in.shim_dir = *shims;
-  else log::warn("cannot set up compiler shims ({}): only launcher variables will gate jobs", shims.error());
+  in.command = opt_.command;
+  in.preload_lib = parts.preload;
+  Interception how = choose_interception(in);
+  if (how.mechanism != Mechanism::preload) {  // the shims only when they are used
+    auto shims = ensure_shim_dir(parts.shim_dir, parts.wrapper);
+    if (shims) in.shim_dir = *shims;
+    else log::warn("cannot use the compiler shims: {}", shims.error());
+  }
+  if (auto note = interception_note(how, !in.shim_dir.empty()); !note.empty()) degraded_.push_back(note);
 
   SpawnSpec spec;
   spec.argv = opt_.command;
@@ -303,8 +293,17 @@ void Runner::finish() {
                                               "memgate does not gate)",
                                               n)});
     }
+    t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.count());
+    t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.peak_together());
     BuildRecord b = recorder_.build_record(t);
-    publish(b, history_.get(), cgroups_->degraded(), opt_.quiet, opt_.report_html, opt_.trace_json);
+    PublishOptions p;
+    p.degraded = cgroups_->degraded();
+    p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
+    p.notes = ungated_.summary_lines();
+    p.quiet = opt_.quiet;
+    p.report_html = opt_.report_html;
+    p.trace_json = opt_.trace_json;
+    publish(b, history_.get(), p);
   }
   cgroups_->remove(abort_signal_ != 0);
   server_.reset();

@@ -21,6 +21,7 @@
 #include "run/job_server.hpp"
 #include "run/recorder.hpp"
 #include "run/runner.hpp"
+#include "run/ungated.hpp"
 #include "wrap/protocol.hpp"
 
 namespace memgate {
@@ -70,6 +71,7 @@ class Runner {
   void schedule();
   void tick();
   void sample_jobs();
+  void scan_ungated(double t);
   void apply(const Decisions& d);
   void grant(ConnectedJob& job);
   void log_new_events();
@@ -109,6 +111,9 @@ class Runner {
   std::map<JobId, ConnId> conn_of_;
   size_t events_seen_ = 0;
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
+  std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
+  UngatedTracker ungated_;  // compilers in the build but in no job
+  double next_ungated_scan_ = 0;
   MemoryView view_;
   double next_tick_ = 0;
   int known_total_ = 0;  // jobs of the last build of this command, from history

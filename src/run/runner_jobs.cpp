@@ -22,6 +22,7 @@ constexpr size_t kMaxLiveSamples = 4096;  // per attempt, before thinning
 constexpr double kTick_s = 0.1;
 constexpr double kFastTick_s = 0.02;
 constexpr double kFastTickAbove = 0.85;  // of the effective limit
+constexpr double kUngatedScan_s = 0.5;
 }  // namespace
 
 ConnectedJob* Runner::by_job(JobId id) {
@@ -165,10 +166,24 @@ void Runner::sample_jobs() {
   }
 }
 
+// Compilers that escaped the gate: every build process not in a job's tree
+// is looked at, every 0.5 s (it reads /proc for each build process).
+void Runner::scan_ungated(double t) {
+  if (t < next_ungated_scan_) return;
+  next_ungated_scan_ = t + kUngatedScan_s;
+  std::vector<pid_t> build = cgroups_->processes();
+  if (build.empty() && build_pid_ > 0 && !build_done_) build = platform::process_tree(build_pid_);
+  std::vector<pid_t> in_jobs;
+  for (const auto& [conn, job] : live_)
+    for (pid_t p : job.exec->tree()) in_jobs.push_back(p);
+  ungated_.observe(find_ungated(build, in_jobs), t);
+}
+
 void Runner::tick() {
   double t = now();
   server_->drop_idle(JobServer::monotonic_seconds());
   sample_jobs();
+  scan_ungated(t);
   Bytes jobs_current = 0;
   for (const auto& [conn, job] : live_) jobs_current += job.current;
   view_ = to_view(cgroups_->read(jobs_current));

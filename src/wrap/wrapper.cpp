@@ -27,14 +27,16 @@ bool env_flag(const char* name) {
 }
 
 // Version and configuration probes (torch's cpp_extension runs `-v` and
-// `--version`, CMake and autoconf run the others) do no real work, and
-// gating them would only make them wait behind heavy jobs.
+// `--version`, CMake and autoconf run the others, cargo runs `rustc -vV`
+// and `rustc --print=...`) do no real work, and gating them would only
+// make them wait behind heavy jobs.
 bool is_probe(const std::vector<std::string>& argv) {
-  if (argv.size() == 2 && argv[1] == "-v") return true;
+  if (argv.size() == 2 && (argv[1] == "-v" || argv[1] == "-vV" || argv[1] == "-V")) return true;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     std::string_view a = argv[i];
     if (a == "--version" || a == "-dumpversion" || a == "-dumpfullversion" || a == "-dumpmachine" ||
-        a == "--help" || a.rfind("-print-", 0) == 0 || a.rfind("--print-", 0) == 0)
+        a == "--help" || a.rfind("-print-", 0) == 0 || a.rfind("--print-", 0) == 0 || a == "--print" ||
+        a.rfind("--print=", 0) == 0)
       return true;
   }
   return false;
@@ -45,8 +47,19 @@ int run(const Launch& launch) {
   // Pass straight through when disabled, when already inside a job (nvcc
   // calling gcc, ccache calling the compiler: gated once, at the top), and
   // outside `memgate run` (a shim path a build recorded earlier).
-  if (env_flag("MEMGATE_DISABLE") || std::getenv("MEMGATE_JOB") || !socket || !*socket || is_probe(launch.argv))
+  if (env_flag("MEMGATE_DISABLE") || std::getenv("MEMGATE_JOB") || !socket || !*socket)
     return exec_program(launch);
+  // From here on the program runs with MEMGATE_JOB set, whichever way it
+  // goes: the preload library's start-up check in the program must not
+  // send it back here. A granted job replaces the value with its job id
+  // (the child's environment is built in client.cpp); a probe or a
+  // fail-open run keeps the word saying why it is ungated, which the
+  // ungated detector reads (src/run/ungated.hpp).
+  if (is_probe(launch.argv)) {
+    ::setenv("MEMGATE_JOB", kJobProbe, 1);
+    return exec_program(launch);
+  }
+  ::setenv("MEMGATE_JOB", kJobFailOpen, 1);
   return run_gated(launch, socket);
 }
 
@@ -85,11 +98,28 @@ int shim_main(const std::string& tool, int argc, char** argv) {
   return run(launch);
 }
 
+int exec_main(int argc, char** argv) {
+  if (argc < 2) {
+    log::error("usage: memgate-wrap exec PATH ARGV0 [ARGS...] (started by the preload library)");
+    return 2;
+  }
+  // Exactly what the intercepted call would have run: PATH as given (the
+  // library already did the PATH search a *p call makes), argv untouched,
+  // so argv[0] and everything a driver derives from it stay the same.
+  Launch launch;
+  launch.exe = argv[0];
+  launch.argv = args_from(argc, argv, 1);
+  const char* path = std::getenv("PATH");
+  launch.path_env = path ? path : env_path();
+  return run(launch);
+}
+
 std::optional<int> run_if_wrapper(int argc, char** argv) {
   if (argc > 0) {
     if (auto tool = shim_tool_name(argv[0])) return shim_main(*tool, argc, argv);
   }
   if (argc > 1 && std::strcmp(argv[1], "wrap") == 0) return wrap_main(argc - 2, argv + 2);
+  if (argc > 1 && std::strcmp(argv[1], "exec") == 0) return exec_main(argc - 2, argv + 2);
   return std::nullopt;
 }
 

@@ -90,3 +90,15 @@ check_memjob_outputs() {
 
 # json_get FILE EXPR: evaluates a Python expression on the parsed JSON `j`.
 json_get() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# install_memgate PREFIX: `cmake --install` of the build under test into
+# PREFIX (needs MEMGATE_BUILD, the build directory); prints PREFIX/bin/memgate.
+install_memgate() {
+  : "${MEMGATE_BUILD:?MEMGATE_BUILD must point at the build directory}"
+  cmake --install "$MEMGATE_BUILD" --prefix "$1" >"$E2E_TMP/install-$(basename "$1").log" 2>&1 ||
+    fail "cmake --install into $1: $(cat "$E2E_TMP/install-$(basename "$1").log")"
+  echo "$1/bin/memgate"
+}
+
+# history_json DB FILE: the last build of history DB as JSON in FILE.
+history_json() { "$MEMGATE" history --json --build last --history "$1" >"$2"; }

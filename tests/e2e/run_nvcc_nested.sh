@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 3, "nested calls": real nvcc compiling a small .cu through memgate
-# is gated once, not once per gcc call it makes inside. A PATH shim never
-# finds itself, even with the shim directory twice in PATH.
+# is gated once, not once per gcc call it makes inside (nvcc is the build
+# command itself here: the preload library's start-up check gates it). A
+# PATH shim never finds itself, even with this copy's shim directory twice
+# in PATH, and a shim under the preload library is still one job.
 source "$(dirname "$0")/lib.sh"
 nvcc=/usr/local/cuda/bin/nvcc
 [ -x "$nvcc" ] || { echo "SKIP: no nvcc"; exit 77; }
@@ -20,7 +22,7 @@ assert_eq 1 "$(json_get h.json 'len(j["jobs"])')" "gated jobs for one nvcc"
 assert_eq nvcc "$(json_get h.json 'j["jobs"][0]["tool"]')" "the gated tool"
 
 note "shim directory twice in PATH"
-shims="$XDG_CACHE_HOME/memgate/shims"
+shims="$(dirname "$MEMGATE")/shims"  # this copy's, made by its first run
 PATH="$shims:$shims:$PATH" cg_run "$cg" "$MEMGATE" run --quiet --history "$E2E_TMP/h.db" -- \
   g++ -c -x c++ /dev/null -o empty.o
 [ -s empty.o ] || fail "g++ through a doubled shim dir"

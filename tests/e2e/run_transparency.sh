@@ -43,6 +43,6 @@ for o in main.cpp.o greet.cpp.o math.cpp.o; do
 done
 "$MEMGATE" history --json --build last --history "$E2E_TMP/h.db" >"$E2E_TMP/h2.json"
 [ "$(json_get "$E2E_TMP/h2.json" 'len(j["jobs"])')" -ge 3 ] || fail "the CMake compiles were not gated"
-# The CMake cache keeps working without memgate (the shims pass through).
+# The CMake cache keeps working without memgate (it records the real compiler).
 cg_run "$cg" cmake --build "$E2E_TMP/cm-gated" --clean-first >/dev/null || fail "plain rebuild of a memgate-configured tree"
 echo "PASS"

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "elf_bytes.hpp"
 #include "util/fs.hpp"
 #include "wrap/find_program.hpp"
 
@@ -19,9 +20,12 @@ namespace {
 const std::string kShim = "/home/u/.cache/memgate/shims";
 const std::string kExe = "/opt/memgate/bin/memgate";
 
+const std::string kLib = "/opt/memgate/libexec/memgate/libmemgate-preload.so";
+
 // A fake filesystem for injection_env: only these paths are executable.
+// The fallback (shims) unless a preload library is given.
 InjectionInput input(std::map<std::string, std::string> env, std::set<std::string> executables = {},
-                     int slots = 8) {
+                     int slots = 8, std::string preload = "") {
   InjectionInput in;
   in.env = std::move(env);
   in.shim_dir = kShim;
@@ -29,8 +33,11 @@ InjectionInput input(std::map<std::string, std::string> env, std::set<std::strin
   in.socket_path = "/run/user/1000/memgate-abc/memgate.sock";
   in.slots = slots;
   in.is_executable = [executables](const std::string& p) { return executables.count(p) > 0; };
+  in.preload_lib = preload;
   return in;
 }
+
+InjectionInput preload_input(std::map<std::string, std::string> env) { return input(std::move(env), {}, 8, kLib); }
 
 std::string value(const std::map<std::string, std::string>& m, const std::string& k) {
   auto it = m.find(k);
@@ -58,7 +65,7 @@ void make_script(const std::string& path) {
 
 }  // namespace
 
-TEST(Injection, PutsTheShimDirFirstInPathOnce) {
+TEST(FallbackInjection, PutsTheShimDirFirstInPathOnce) {
   auto out = injection_env(input({{"PATH", "/usr/bin:" + kShim + ":/bin:" + kShim}}));
   EXPECT_EQ(value(out, "PATH"), kShim + ":/usr/bin:/bin");
   auto again = injection_env(input({{"PATH", value(out, "PATH")}}));
@@ -68,7 +75,7 @@ TEST(Injection, PutsTheShimDirFirstInPathOnce) {
   EXPECT_NE(value(unset, "PATH").find("/usr/bin"), std::string::npos);
 }
 
-TEST(Injection, WithoutAShimDirLeavesPathAndCompilersAlone) {
+TEST(FallbackInjection, WithoutAShimDirLeavesPathAndCompilersAlone) {
   InjectionInput in = input({{"PATH", "/usr/bin:/bin"}});
   in.shim_dir.clear();
   auto out = injection_env(in);
@@ -86,7 +93,7 @@ TEST(Injection, SetsTheSocketAndClearsAnInheritedJobMarker) {
   EXPECT_EQ(value(injection_env(input({{"PATH", "/usr/bin"}})), "MEMGATE_JOB"), "<absent>");
 }
 
-TEST(Injection, PointsUnsetCcAndCxxAtTheShims) {
+TEST(FallbackInjection, PointsUnsetCcAndCxxAtTheShims) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}}));
   EXPECT_EQ(value(out, "CC"), kShim + "/cc");
   EXPECT_EQ(value(out, "CXX"), kShim + "/c++");
@@ -95,7 +102,7 @@ TEST(Injection, PointsUnsetCcAndCxxAtTheShims) {
   EXPECT_EQ(value(empty, "CC"), kShim + "/cc");
 }
 
-TEST(Injection, MapsBareShimNamesAndLeavesOtherCompilersAlone) {
+TEST(FallbackInjection, MapsBareShimNamesAndLeavesOtherCompilersAlone) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}, {"CC", "clang"}, {"CXX", "clang++"}}));
   EXPECT_EQ(value(out, "CC"), kShim + "/clang");
   EXPECT_EQ(value(out, "CXX"), kShim + "/clang++");
@@ -106,7 +113,7 @@ TEST(Injection, MapsBareShimNamesAndLeavesOtherCompilersAlone) {
   EXPECT_EQ(value(versioned, "CXX"), "<absent>");
 }
 
-TEST(Injection, WrapsTheNvccTorchWouldUseFromCudaHome) {
+TEST(FallbackInjection, WrapsTheNvccTorchWouldUseFromCudaHome) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}, {"CUDA_HOME", "/opt/cuda-12"}},
                                  {"/opt/cuda-12/bin/nvcc", "/usr/local/cuda/bin/nvcc"}));
   EXPECT_EQ(value(out, "PYTORCH_NVCC"), kExe + " wrap /opt/cuda-12/bin/nvcc");
@@ -116,7 +123,7 @@ TEST(Injection, WrapsTheNvccTorchWouldUseFromCudaHome) {
   EXPECT_EQ(value(cuda_path, "PYTORCH_NVCC"), kExe + " wrap /opt/cuda-11/bin/nvcc");
 }
 
-TEST(Injection, FindsNvccInPathPastTheShimAndExportsItsHome) {
+TEST(FallbackInjection, FindsNvccInPathPastTheShimAndExportsItsHome) {
   auto out = injection_env(input({{"PATH", kShim + ":/usr/bin:/opt/cuda/bin"}},
                                  {kShim + "/nvcc", "/opt/cuda/bin/nvcc", "/usr/local/cuda/bin/nvcc"}));
   EXPECT_EQ(value(out, "PYTORCH_NVCC"), kExe + " wrap /opt/cuda/bin/nvcc");
@@ -124,13 +131,13 @@ TEST(Injection, FindsNvccInPathPastTheShimAndExportsItsHome) {
   EXPECT_EQ(value(out, "CUDA_HOME"), "/opt/cuda");
 }
 
-TEST(Injection, FallsBackToUsrLocalCuda) {
+TEST(FallbackInjection, FallsBackToUsrLocalCuda) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}}, {"/usr/local/cuda/bin/nvcc"}));
   EXPECT_EQ(value(out, "PYTORCH_NVCC"), kExe + " wrap /usr/local/cuda/bin/nvcc");
   EXPECT_EQ(value(out, "CUDA_HOME"), "/usr/local/cuda");
 }
 
-TEST(Injection, PrefixesAUserPytorchNvccOnce) {
+TEST(FallbackInjection, PrefixesAUserPytorchNvccOnce) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}, {"PYTORCH_NVCC", "ccache /opt/cuda/bin/nvcc"}},
                                  {"/usr/local/cuda/bin/nvcc"}));
   EXPECT_EQ(value(out, "PYTORCH_NVCC"), kExe + " wrap ccache /opt/cuda/bin/nvcc");
@@ -138,7 +145,7 @@ TEST(Injection, PrefixesAUserPytorchNvccOnce) {
   EXPECT_EQ(value(nested, "PYTORCH_NVCC"), "<absent>");  // already ours: unchanged
 }
 
-TEST(Injection, UsesHipccForRocmAndNothingWhenAmbiguous) {
+TEST(FallbackInjection, UsesHipccForRocmAndNothingWhenAmbiguous) {
   auto rocm = injection_env(input({{"PATH", "/usr/bin:/opt/rocm/hip/bin"}}, {"/opt/rocm/hip/bin/hipcc"}));
   EXPECT_EQ(value(rocm, "PYTORCH_NVCC"), kExe + " wrap /opt/rocm/hip/bin/hipcc");
   EXPECT_EQ(value(rocm, "ROCM_HOME"), "/opt/rocm");
@@ -149,7 +156,7 @@ TEST(Injection, UsesHipccForRocmAndNothingWhenAmbiguous) {
   EXPECT_EQ(value(none, "CUDA_HOME"), "<absent>");
 }
 
-TEST(Injection, ComposesCmakeLaunchersInFront) {
+TEST(FallbackInjection, ComposesCmakeLaunchersInFront) {
   auto out = injection_env(input({{"PATH", "/usr/bin"}, {"CMAKE_CXX_COMPILER_LAUNCHER", "ccache"}}));
   EXPECT_EQ(value(out, "CMAKE_C_COMPILER_LAUNCHER"), kExe + ";wrap;--");
   EXPECT_EQ(value(out, "CMAKE_CXX_COMPILER_LAUNCHER"), kExe + ";wrap;--;ccache");
@@ -167,6 +174,113 @@ TEST(Injection, MaxJobsIsTwiceTheSlotsBoundedAndTheUsersWins) {
   EXPECT_EQ(value(injection_env(input({{"PATH", "/usr/bin"}, {"MAX_JOBS", "4"}}, {}, 16)), "MAX_JOBS"), "<absent>");
 }
 
+TEST(Injection, PreloadingTouchesNoCompilerVariables) {
+  auto out = injection_env(preload_input({{"PATH", "/usr/bin:/bin"}, {"CC", "gcc-12"}}));
+  EXPECT_EQ(value(out, "LD_PRELOAD"), kLib);
+  EXPECT_EQ(value(out, "MEMGATE_SOCKET"), "/run/user/1000/memgate-abc/memgate.sock");
+  EXPECT_EQ(value(out, "MAX_JOBS"), "16");
+  for (const char* var : {"PATH", "CC", "CXX", "PYTORCH_NVCC", "CUDA_HOME", "CMAKE_C_COMPILER_LAUNCHER",
+                          "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER", "MEMGATE_LAUNCHERS"})
+    EXPECT_EQ(value(out, var), "<absent>") << var;
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(choose_interception(preload_input({})).mechanism, Mechanism::preload);
+  EXPECT_EQ(interception_note(choose_interception(preload_input({})), true), "");
+}
+
+TEST(Injection, LdPreloadGoesInFrontOfTheUsersAndReplacesAnOuterCopy) {
+  auto out = injection_env(preload_input({{"LD_PRELOAD", "/usr/lib/libfoo.so libbar.so"}}));
+  EXPECT_EQ(value(out, "LD_PRELOAD"), kLib + ":/usr/lib/libfoo.so:libbar.so");
+  auto nested = injection_env(
+      preload_input({{"LD_PRELOAD", "/old/libexec/memgate/libmemgate-preload.so:/usr/lib/libfoo.so"}}));
+  EXPECT_EQ(value(nested, "LD_PRELOAD"), kLib + ":/usr/lib/libfoo.so");
+}
+
+TEST(Injection, NamesTheUsersOwnLaunchersForTheLibrary) {
+  auto out = injection_env(preload_input({{"CC", "/opt/bin/mywrap gcc"},
+                                          {"CXX", "ccache g++"},
+                                          {"CMAKE_CXX_COMPILER_LAUNCHER", "/usr/local/bin/buildwrap;--flag"},
+                                          {"CMAKE_C_COMPILER_LAUNCHER", "ccache"},
+                                          {"RUSTC_WRAPPER", "/opt/rw"},
+                                          {"PYTORCH_NVCC", "env X=1 /usr/local/cuda/bin/nvcc"}}));
+  EXPECT_EQ(value(out, "MEMGATE_LAUNCHERS"), "mywrap:env:buildwrap:rw");
+  // The user's variables themselves are left as they are.
+  EXPECT_EQ(value(out, "CC"), "<absent>");
+  EXPECT_EQ(value(out, "CMAKE_CXX_COMPILER_LAUNCHER"), "<absent>");
+  EXPECT_EQ(value(injection_env(preload_input({{"CC", "gcc"}, {"CXX", "ccache g++"}})), "MEMGATE_LAUNCHERS"), "<absent>");
+}
+
+TEST(Injection, NoPreloadFallsBackToShimsAndSaysWhy) {
+  auto in = preload_input({{"PATH", "/usr/bin"}, {"MEMGATE_NO_PRELOAD", "1"},
+                           {"LD_PRELOAD", "/x/libmemgate-preload.so /usr/lib/libfoo.so"}});
+  auto how = choose_interception(in);
+  EXPECT_EQ(how.mechanism, Mechanism::shims);
+  EXPECT_EQ(interception_note(how, true), "compilers gated by PATH shims only (MEMGATE_NO_PRELOAD is set)");
+  EXPECT_EQ(interception_note(how, false),
+            "compilers not gated: MEMGATE_NO_PRELOAD is set, and there is no usable shim directory");
+  auto out = injection_env(in);
+  EXPECT_EQ(value(out, "PATH"), kShim + ":/usr/bin");
+  EXPECT_EQ(value(out, "CC"), kShim + "/cc");
+  EXPECT_EQ(value(out, "LD_PRELOAD"), "/usr/lib/libfoo.so");  // an outer run's library goes too
+  EXPECT_EQ(value(injection_env(input({{"PATH", "/usr/bin"}})), "LD_PRELOAD"), "<absent>");
+}
+
+TEST(Injection, NoLibraryOrAPathLdPreloadCannotCarryMeansShims) {
+  auto none = choose_interception(input({}));
+  EXPECT_EQ(none.mechanism, Mechanism::shims);
+  EXPECT_EQ(none.reason, "this memgate has no libmemgate-preload.so");
+  auto spaced = choose_interception(input({}, {}, 8, "/opt/my tools/libmemgate-preload.so"));
+  EXPECT_EQ(spaced.mechanism, Mechanism::shims);
+  EXPECT_NE(spaced.reason.find("space or a colon"), std::string::npos);
+}
+
+TEST(Injection, AStaticBuildToolGetsShimsToo) {
+  TempDir t;
+  std::string tool = t / "static-make";
+  ASSERT_TRUE(write_file(tool, test::tiny_elf(false), true).ok());
+  ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);
+  auto in = preload_input({{"PATH", t.path() + ":/usr/bin"}});
+  in.is_executable = {};
+  in.command = {"static-make", "-j8"};
+  auto how = choose_interception(in);
+  EXPECT_EQ(how.mechanism, Mechanism::preload_and_shims);
+  EXPECT_EQ(how.preload_lib, kLib);
+  EXPECT_NE(interception_note(how, true).find("the build command " + tool + " is statically linked"),
+            std::string::npos)
+      << interception_note(how, true);
+  auto out = injection_env(in);
+  EXPECT_EQ(value(out, "LD_PRELOAD"), kLib);
+  EXPECT_EQ(value(out, "PATH").rfind(kShim + ":", 0), 0u);
+  // A script is judged by its interpreter.
+  std::string script = t / "build.sh";
+  ASSERT_TRUE(write_file(script, "#!" + tool + " -f\n", true).ok());
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  in.command = {script};
+  EXPECT_EQ(choose_interception(in).mechanism, Mechanism::preload_and_shims);
+  in.command = {"/bin/sh", "-c", "make"};
+  EXPECT_EQ(choose_interception(in).mechanism, Mechanism::preload);
+  in.command = {"no-such-build-tool"};
+  EXPECT_EQ(choose_interception(in).mechanism, Mechanism::preload);
+}
+
+TEST(Injection, ASetuidBuildToolGetsShimsOnly) {
+  TempDir t;
+  std::string tool = t / "suid-make";
+  ASSERT_TRUE(write_file(tool, test::tiny_elf(true), true).ok());
+  ASSERT_EQ(::chown(tool.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(tool.c_str(), 04755), 0);
+  auto in = preload_input({{"PATH", "/usr/bin"}});
+  in.is_executable = {};
+  in.command = {tool};
+  auto how = choose_interception(in);
+  EXPECT_EQ(how.mechanism, Mechanism::shims);
+  EXPECT_NE(how.reason.find("setuid"), std::string::npos) << how.reason;
+  EXPECT_EQ(value(injection_env(in), "LD_PRELOAD"), "<absent>");
+  // Our own setuid file changes no uid: the loader preloads as usual.
+  ASSERT_EQ(::chown(tool.c_str(), ::geteuid(), ::getegid()), 0);
+  ASSERT_EQ(::chmod(tool.c_str(), 04755), 0);
+  EXPECT_EQ(choose_interception(in).mechanism, Mechanism::preload);
+}
+
 TEST(Injection, ApplyEnvironmentSetsAndUnsets) {
   ::setenv("MEMGATE_TEST_GONE", "x", 1);
   apply_environment({{"MEMGATE_TEST_SET", "v1"}, {"MEMGATE_TEST_GONE", ""}});
@@ -176,24 +290,27 @@ TEST(Injection, ApplyEnvironmentSetsAndUnsets) {
   ::unsetenv("MEMGATE_TEST_SET");
 }
 
-TEST(ShimDir, DefaultIsPerUserCache) {
+TEST(ShimDir, DefaultIsThisCopysOwnNextToItsWrapper) {
+  // The test binary sits in the build tree beside memgate-wrap: its parts
+  // are the build tree's, whatever XDG_CACHE_HOME says.
   const char* old = std::getenv("XDG_CACHE_HOME");
   std::string saved = old ? old : "";
   ::setenv("XDG_CACHE_HOME", "/x/cache", 1);
-  EXPECT_EQ(default_shim_dir(), "/x/cache/memgate/shims");
-  ::unsetenv("XDG_CACHE_HOME");
-  EXPECT_NE(default_shim_dir().find("/.cache/memgate/shims"), std::string::npos);
+  std::string build = MEMGATE_WRAP_BINARY;
+  build.resize(build.find_last_of('/'));
+  EXPECT_EQ(default_shim_dir(), build + "/shims");
   if (old) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else ::unsetenv("XDG_CACHE_HOME");
 }
 
-TEST(ShimDir, CreatesMarkedPrivateDirOfSymlinks) {
+TEST(ShimDir, CreatesMarkedDirOfSymlinksNobodyElseCanWrite) {
   TempDir t;
   std::string dir = t / "cache/memgate/shims";
   auto r = ensure_shim_dir(dir, MEMGATE_BINARY);
   ASSERT_TRUE(r.ok()) << r.error();
   struct stat st;
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_mode & 022, 0u);
   EXPECT_TRUE(is_shim_dir(dir));
   for (auto name : kShimNames) {
     char buf[4096];
@@ -216,7 +333,7 @@ TEST(ShimDir, RefusesADirectoryOthersCanWrite) {
   ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
   auto r = ensure_shim_dir(dir, MEMGATE_BINARY);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("writable by others"), std::string::npos);
+  EXPECT_NE(r.error().find("writable by group or others"), std::string::npos) << r.error();
 }
 
 TEST(ShimDir, ConcurrentRunsLeaveEveryLinkValid) {
@@ -291,6 +408,89 @@ TEST(FindProgram, PathWithoutShimsKeepsEverythingElse) {
   ASSERT_EQ(::symlink(shims.c_str(), link.c_str()), 0);
   EXPECT_EQ(path_without_shims(shims + ":/usr/bin::" + link + ":/bin:" + shims), "/usr/bin::/bin");
   EXPECT_EQ(path_without_shims("/usr/bin:/bin"), "/usr/bin:/bin");
+}
+
+TEST(ShimDir, RefusesAWritableAncestor) {
+  // Another user who can write any directory above the shims could swap
+  // the whole subtree and choose what root runs as "cc".
+  TempDir t;
+  std::string open = t / "open";
+  ASSERT_EQ(::mkdir(open.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  auto r = ensure_shim_dir(open + "/libexec/memgate/shims", MEMGATE_BINARY);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find(open + ": it is writable by group or others and not sticky"), std::string::npos)
+      << r.error();
+  EXPECT_FALSE(path_exists(open + "/libexec"));  // refused before creating anything
+  // Sticky (like /tmp) is fine above: others cannot rename what is ours.
+  ASSERT_EQ(::chmod(open.c_str(), 01777), 0);
+  EXPECT_TRUE(ensure_shim_dir(open + "/libexec/memgate/shims", MEMGATE_BINARY).ok());
+}
+
+TEST(ShimDir, RefusesAnAncestorOwnedBySomeoneElse) {
+  TempDir t;
+  std::string theirs = t / "theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);  // nobody (the tests run as root)
+  auto r = ensure_shim_dir(theirs + "/shims", MEMGATE_BINARY);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("owned by uid 65534"), std::string::npos) << r.error();
+}
+
+TEST(ShimDir, ChecksThePathASymlinkLeadsTo) {
+  TempDir t;
+  std::string real = t / "real", alias = t / "alias", open = t / "open", trap = t / "trap";
+  ASSERT_EQ(::mkdir(real.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(real.c_str(), alias.c_str()), 0);
+  EXPECT_TRUE(ensure_shim_dir(alias + "/shims", MEMGATE_BINARY).ok());
+  EXPECT_TRUE(is_shim_dir(real + "/shims"));
+  // A tidy-looking path that leads into a directory anyone can write.
+  ASSERT_EQ(::mkdir(open.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(open.c_str(), 0777), 0);
+  ASSERT_EQ(::symlink(open.c_str(), trap.c_str()), 0);
+  auto r = ensure_shim_dir(trap + "/shims", MEMGATE_BINARY);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find(open + ": it is writable by group or others"), std::string::npos) << r.error();
+}
+
+TEST(ShimDir, AnExtraFileThatWouldShadowACommandIsRefused) {
+  TempDir t;
+  std::string dir = t / "shims";
+  ASSERT_TRUE(ensure_shim_dir(dir, MEMGATE_BINARY).ok());
+  make_script(dir + "/make");  // would run instead of the build's own make
+  auto r = ensure_shim_dir(dir, MEMGATE_BINARY);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("it holds 'make', which is not a compiler shim"), std::string::npos) << r.error();
+  EXPECT_TRUE(path_exists(dir + "/make"));  // refused, never deleted
+  ASSERT_EQ(::unlink((dir + "/make").c_str()), 0);
+  ASSERT_TRUE(ensure_shim_dir(dir, MEMGATE_BINARY).ok());
+  // A shim that is a file instead of our link is replaced by the link.
+  ASSERT_EQ(::unlink((dir + "/cc").c_str()), 0);
+  make_script(dir + "/cc");
+  ASSERT_TRUE(ensure_shim_dir(dir, MEMGATE_BINARY).ok());
+  struct stat st;
+  ASSERT_EQ(::lstat((dir + "/cc").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+TEST(ShimDir, AcceptsAnInstallsRelativeLinksToItsWrapper) {
+  // cmake --install makes shims/cc -> ../memgate-wrap.
+  TempDir t;
+  std::string parts = t / "libexec/memgate";
+  ASSERT_EQ(std::system(("mkdir -p " + parts + "/shims && cp " + std::string(MEMGATE_WRAP_BINARY) + " " + parts +
+                         "/memgate-wrap && touch " + parts + "/shims/.memgate-shims")
+                            .c_str()),
+            0);
+  for (auto name : kShimNames)
+    ASSERT_EQ(::symlink("../memgate-wrap", (parts + "/shims/" + std::string(name)).c_str()), 0);
+  ASSERT_TRUE(ensure_shim_dir(parts + "/shims", parts + "/memgate-wrap").ok());
+  char buf[256];
+  ssize_t n = ::readlink((parts + "/shims/g++").c_str(), buf, sizeof buf);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(std::max<ssize_t>(n, 0))), "../memgate-wrap");
+  // Even when an older runner names memgate itself as the target.
+  ASSERT_TRUE(ensure_shim_dir(parts + "/shims", MEMGATE_BINARY).ok());
+  n = ::readlink((parts + "/shims/g++").c_str(), buf, sizeof buf);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(std::max<ssize_t>(n, 0))), "../memgate-wrap");
 }
 
 TEST(ShimNames, AreTheCompilerDrivers) {

@@ -444,3 +444,51 @@ TEST_F(WrapperTest, MissingProgramFailsLikeAShell) {
   pid_t usage = spawn(MEMGATE_BINARY, {"memgate", "wrap"}, base_env());
   EXPECT_EQ(WEXITSTATUS(wait_for(usage)), 2);
 }
+
+TEST_F(WrapperTest, ExecFormRunsExactlyWhatTheInterceptedCallWould) {
+  // `memgate-wrap exec PATH ARGV0 ARGS...` (from the preload library): the
+  // file PATH runs with argv untouched, argv[0] included, and PATH as it was.
+  make_script(real_ + "/clang++", "echo \"argv0=$0 args=$* job=$MEMGATE_JOB path=$PATH\"");
+  Env env = base_env();
+  env["PATH"] = "/opt/x:/usr/bin:/bin";
+  pid_t pid = spawn(MEMGATE_WRAP_BINARY, {"memgate-wrap", "exec", real_ + "/clang++", "clang++", "-c", "a.cpp"}, env);
+  int status = wait_for(pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err_of(pid);
+  EXPECT_EQ(out_of(pid), "argv0=" + real_ + "/clang++ args=-c a.cpp job=42 path=/opt/x:/usr/bin:/bin\n");
+  auto requests = all<RequestMsg>();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].argv, (std::vector<std::string>{"clang++", "-c", "a.cpp"}));
+  EXPECT_EQ(requests[0].tool, "clang++");
+  // A relative PATH is relative to the working directory, as for execve.
+  make_script(tmp_ + "/local-cc", "exit 7");
+  pid_t local = spawn(MEMGATE_WRAP_BINARY, {"memgate-wrap", "exec", "./local-cc", "cc"}, env);
+  EXPECT_EQ(WEXITSTATUS(wait_for(local)), 7) << err_of(local);
+  pid_t usage = spawn(MEMGATE_WRAP_BINARY, {"memgate-wrap", "exec", real_ + "/clang++"}, env);
+  EXPECT_EQ(WEXITSTATUS(wait_for(usage)), 2);
+}
+
+TEST_F(WrapperTest, UngatedRunsCarryAJobMarkerSayingWhy) {
+  // The program must not be sent back to the wrapper by the preload
+  // library's start-up check, and the ungated detector reads the reason.
+  make_script(real_ + "/g++", "echo \"job=$MEMGATE_JOB\"");
+  Env env = base_env();
+  pid_t probe = spawn(MEMGATE_WRAP_BINARY, {"memgate-wrap", "exec", real_ + "/g++", "g++", "--version"}, env);
+  EXPECT_EQ(WEXITSTATUS(wait_for(probe)), 0);
+  EXPECT_EQ(out_of(probe), "job=probe\n");
+  env["MEMGATE_SOCKET"] = tmp_ + "/dead.sock";
+  pid_t failopen = spawn(MEMGATE_WRAP_BINARY, {"memgate-wrap", "exec", real_ + "/g++", "g++", "-c", "a.cpp"}, env);
+  EXPECT_EQ(WEXITSTATUS(wait_for(failopen)), 0);
+  EXPECT_EQ(out_of(failopen), "job=ungated\n");
+}
+
+TEST_F(WrapperTest, CargoProbesPassStraightThrough) {
+  make_script(real_ + "/rustc", "echo probe");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-vV"}, {"-", "--crate-name", "___", "--print=file-names", "--crate-type", "bin"}, {"--print", "cfg"}}) {
+    std::vector<std::string> argv = {"memgate-wrap", "exec", real_ + "/rustc", "rustc"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_t pid = spawn(MEMGATE_WRAP_BINARY, argv, base_env());
+    EXPECT_EQ(WEXITSTATUS(wait_for(pid)), 0) << err_of(pid);
+  }
+  EXPECT_EQ(server_->counters().accepted, 0u);
+}

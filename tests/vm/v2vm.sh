@@ -44,10 +44,10 @@ mem=${MEMGATE_VM_MEM:-1024}
 limit_s=${MEMGATE_VM_TIMEOUT:-900}
 cases=${MEMGATE_VM_CASES:-doctor budget surprise freeze abort killed nonleaf delegated nondelegated neighbour}
 # Cases that wait on work elsewhere: reported as XFAIL instead of failing
-# the run, and an XPASS fails it, so the list is kept honest. "killed"
-# needs issue 12 (a wrapper whose governor died thaws its job; the next run
-# or doctor --kill-stale removes a dead memgate's cgroups).
-xfail=${MEMGATE_VM_XFAIL-killed}
+# the run, and an XPASS fails it, so the list is kept honest. Empty now:
+# "killed" passes since issue 12 (a wrapper whose governor died thaws its
+# job; the next run or doctor --kill-stale removes a dead memgate's cgroups).
+xfail=${MEMGATE_VM_XFAIL-}
 
 work=$(mktemp -d /tmp/memgate-v2vm.XXXXXX)
 source "$src/tests/lib/cgroup.sh"

@@ -1,0 +1,80 @@
+// Compilers that escaped the gate (SPEC "anything that still escapes":
+// found in the build's cgroup, measured, and named in the summary).
+//
+// Every tick the runner knows the processes of the build's cgroup tree and
+// those inside job cgroups. A process that is a compiler or linker (the
+// table in src/preload/compilers.h, by argv[0] or by its executable), runs
+// in the build but outside every job, and is not below another such
+// process, is an ungated job: a statically linked tool's compiler, a
+// user's `env -u LD_PRELOAD g++`, anything the interception missed. Its
+// memory is the RSS of its whole process tree (the cc1plus under a g++).
+//
+// Version probes (`g++ --version`, marked MEMGATE_JOB=probe by the wrapper)
+// are ungated by design and never reported.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/size.hpp"
+
+namespace memgate {
+
+struct UngatedProcess {
+  pid_t pid = 0;
+  std::uint64_t starttime = 0;     // with pid, one process for its whole life
+  pid_t ppid = 0;
+  std::string exe;                 // /proc/PID/exe ("" if unreadable)
+  std::vector<std::string> argv;   // /proc/PID/cmdline
+  std::string tool;                // the name that made it a compiler (argv[0]'s or exe's basename)
+  std::string parent;              // the parent's exe, else its comm
+  std::string how;                 // why it is ungated, and what to do about it
+  Bytes rss = 0;                   // the process and its descendants, now
+};
+
+// Pure over the /proc tree at `proc_root` (tests point it at a fixture):
+// the ungated compilers among `build_pids` (every process in the build's
+// cgroups), `job_pids` being those inside job cgroups. Ordered by pid.
+std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, const std::vector<pid_t>& job_pids,
+                                         const std::string& proc_root = "/proc");
+
+// Why a process with this environment and this executable is ungated
+// (the `how` of UngatedProcess); exposed for tests. `environ` is
+// /proc/PID/environ as read ("" if unreadable), `exe_static` whether its
+// executable has no program interpreter.
+std::string ungated_reason(const std::string& environ, bool exe_static, const std::string& parent);
+
+// Accumulates the ticks of one build: each ungated process once, with its
+// peak RSS over the ticks it was seen in.
+class UngatedTracker {
+ public:
+  struct Entry {
+    UngatedProcess process;  // as first seen
+    Bytes peak = 0;          // the largest tree RSS seen
+    double first_seen_s = 0, last_seen_s = 0;
+  };
+
+  void observe(const std::vector<UngatedProcess>& now, double t_s);
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::size_t count() const { return entries_.size(); }
+  // The largest sum of their tree RSS seen in one tick.
+  Bytes peak_together() const { return peak_together_; }
+
+  // Summary lines: a header, then the heaviest `max_lines` processes (the
+  // rest as "... and N more"):
+  //   "ungated: 2 compiler processes ran outside memgate's gate (peak 412 MiB together at most)"
+  //   "  /usr/bin/x86_64-linux-gnu-g++-12 (g++ -c a.cpp -o a.o), started by /usr/bin/env: peak 120 MiB; <how>"
+  std::vector<std::string> summary_lines(std::size_t max_lines = 6) const;
+
+ private:
+  std::vector<Entry> entries_;
+  Bytes peak_together_ = 0;
+  std::map<std::pair<pid_t, std::uint64_t>, std::size_t> index_;
+};
+
+}  // namespace memgate
