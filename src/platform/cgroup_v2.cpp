@@ -17,6 +17,7 @@
 #include "platform/cgroup_files.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace memgate::platform {
 
@@ -28,11 +29,6 @@ constexpr int kMoveRounds = 8;
 std::string parent_of(const std::string& dir) {
   auto slash = dir.rfind('/');
   return slash == std::string::npos || slash == 0 ? std::string("/") : dir.substr(0, slash);
-}
-
-std::string base_name(const std::string& dir) {
-  auto slash = dir.rfind('/');
-  return slash == std::string::npos ? dir : dir.substr(slash + 1);
 }
 
 bool lists(const std::string& file, std::string_view controller) {

@@ -1,5 +1,5 @@
-// Compilers that escaped the gate (SPEC "anything that still escapes":
-// found in the build's cgroup, measured, and named in the summary).
+// Compilers that escaped the gate (anything that still escapes is found
+// in the build's cgroup, measured, and named in the summary).
 //
 // Every tick the runner knows the processes of the build's cgroup tree and
 // those inside job cgroups. A process that is a compiler or linker (the

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "util/fs.hpp"
+#include "util/text.hpp"
 #include "wrap/shims.hpp"
 
 namespace memgate {
@@ -31,11 +32,6 @@ bool is_executable_file(const std::string& path) {
 }
 
 }  // namespace
-
-std::string_view base_name(std::string_view path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 std::optional<FileId> file_id(const std::string& path) {
   struct stat st;

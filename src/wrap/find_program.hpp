@@ -1,6 +1,6 @@
 // Finding the real program behind a shim: a PATH search that never finds
-// memgate itself (SPEC "Security": the wrapper never finds itself as "the
-// real compiler"), as ccache and sccache do it.
+// memgate itself (the wrapper must never find itself as "the real
+// compiler", or a shim would run itself forever), as ccache and sccache do it.
 #pragma once
 
 #include <sys/types.h>
@@ -34,7 +34,5 @@ std::string path_without_shims(std::string_view path_value);
 // that is `self` (a shim reached through a symlinked or unmarked dir).
 std::optional<std::string> find_program(std::string_view name, std::string_view path_value,
                                         std::optional<FileId> self);
-
-std::string_view base_name(std::string_view path);
 
 }  // namespace memgate

@@ -1,6 +1,6 @@
 // How the wrapper gets into a build without the user editing any build
-// file and without leaving memgate's paths in it (SPEC "How the wrapper
-// gets in", ARCHITECTURE.md "Interception"):
+// file and without leaving memgate's paths in it (ARCHITECTURE.md
+// "Interception"):
 //
 // - normally the preload library (src/preload/) in LD_PRELOAD, which
 //   routes every compiler and linker exec through memgate-wrap;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "wrap/client.hpp"
 #include "wrap/find_program.hpp"
 #include "wrap/shims.hpp"
