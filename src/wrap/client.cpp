@@ -82,11 +82,15 @@ RequestMsg make_request(const Launch& launch) {
   req.argv = launch.argv;
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf)) req.cwd = buf;
-  // nvcc also reads flags from the environment (--threads, -gencode set
-  // there change the job's weight and identity like flags on the line).
+  // nvcc and hipcc also read flags from the environment (--threads and
+  // -gencode for nvcc, the offload targets for hipcc change the job's
+  // weight and identity like flags on the line).
   const char* pre = ::getenv("NVCC_PREPEND_FLAGS");
   const char* app = ::getenv("NVCC_APPEND_FLAGS");
-  CommandInfo info = analyze_command(with_nvcc_env_flags(launch.argv, pre ? pre : "", app ? app : ""), req.cwd);
+  const char* hip = ::getenv("HCC_AMDGPU_TARGET");
+  CommandInfo info = analyze_command(
+      with_hip_env_targets(with_nvcc_env_flags(launch.argv, pre ? pre : "", app ? app : ""), hip ? hip : ""),
+      req.cwd);
   req.tool = info.key.tool;
   req.identity = info.key.identity;
   req.klass = info.key.klass;

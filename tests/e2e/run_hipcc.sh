@@ -67,6 +67,8 @@ one.o: k.hip
 	hipcc -std=c++17 -O2 --offload-arch=gfx90a -c k.hip -o one.o
 two.o: k.hip
 	hipcc -std=c++17 -O2 --offload-arch=gfx90a,$newest -c k.hip -o two.o
+env.o: tiny.hip
+	hipcc -c tiny.hip -o env.o
 clean:
 	rm -f one.o two.o
 MK
@@ -105,4 +107,11 @@ assert second[two]["predicted_peak_bytes"] >= 0.95 * second[one]["predicted_peak
 print(f'# two archs against one: predicted CPU {second[two]["predicted_cpu_s"] / second[one]["predicted_cpu_s"]:.2f}x, '
       f'peak {second[two]["predicted_peak_bytes"] / second[one]["predicted_peak_bytes"]:.2f}x', file=sys.stderr)
 PY
+
+# Targets from the environment (HCC_AMDGPU_TARGET, no --offload-arch on the
+# line) count in the class as if they were given.
+HCC_AMDGPU_TARGET=gfx90a cg_run "$cg" "$MEMGATE" run --quiet --history "$h" -- make -s env.o ||
+  fail "hipcc with HCC_AMDGPU_TARGET"
+"$MEMGATE" history --json --build last --history "$h" >env.json
+assert_eq "hipcc:compile[gfx90a]" "$(json_get env.json 'j["jobs"][0]["klass"]')" "class of a job whose targets come from HCC_AMDGPU_TARGET"
 echo "PASS"
