@@ -8,11 +8,13 @@
 #    against "hipcc:compile[gfx90a,gfx940]");
 #  - after one build of each, the second build predicts each job from its
 #    own history (within 20% of the first peak), and the two-arch job is
-#    predicted no lighter in peak than the one-arch job.
-#  The CPU ratio of the two is printed, not asserted: for a kernel this
-#  small the host compile dominates, and CPU time under a loaded CI box
-#  varied by 1.5x between two runs of the same job (CI run of stop 19:
-#  4.8 s then 3.1 s), more than the second arch adds.
+#    predicted heavier: more CPU time (clang 15 compiles the device code
+#    of each arch one after the other), and a peak at least that of the
+#    one-arch job. The CPU margin asserted is 1.2x, not the ~2x the device
+#    work alone would give: host compile and start-up are shared, and CPU
+#    time on a loaded CI box moved by 1.5x between two runs of the same
+#    12-instantiation job (4.8 s then 3.1 s), which is why the kernel now
+#    has 24.
 # Skips when hipcc cannot be installed.
 source "$(dirname "$0")/lib.sh"
 require_cgroups
@@ -43,7 +45,8 @@ done
 [ -n "$newest" ] || fail "hipcc accepts none of gfx942, gfx941, gfx940"
 note "newest gfx94x hipcc accepts: $newest"
 
-# A kernel with some device work per arch: 12 unrolled instantiations.
+# A kernel with enough device work per arch (24 unrolled instantiations)
+# that a second arch clearly outweighs the host compile and CPU-time noise.
 cat >k.hip <<'HIP'
 #include <hip/hip_runtime.h>
 #include <utility>
@@ -59,7 +62,7 @@ __global__ void poly(float* x, int n) {
 template <int... Ns> void launch(float* x, int n, std::integer_sequence<int, Ns...>) {
   ((poly<64 + Ns * 32><<<n / 256 + 1, 256>>>(x, n)), ...);
 }
-void run_all(float* x, int n) { launch(x, n, std::make_integer_sequence<int, 12>{}); }
+void run_all(float* x, int n) { launch(x, n, std::make_integer_sequence<int, 24>{}); }
 HIP
 cat >Makefile <<MK
 all: one.o two.o
@@ -104,6 +107,7 @@ for i, j in second.items():
     assert abs(j["predicted_peak_bytes"] - peak) <= 0.2 * peak, (i, j["predicted_peak_bytes"], peak)
 # Two archs: two device compiles, one after the other.
 assert second[two]["predicted_peak_bytes"] >= 0.95 * second[one]["predicted_peak_bytes"], "two-arch job predicted lighter"
+assert second[two]["predicted_cpu_s"] >= 1.2 * second[one]["predicted_cpu_s"], "two-arch job not predicted heavier in CPU"
 print(f'# two archs against one: predicted CPU {second[two]["predicted_cpu_s"] / second[one]["predicted_cpu_s"]:.2f}x, '
       f'peak {second[two]["predicted_peak_bytes"] / second[one]["predicted_peak_bytes"]:.2f}x', file=sys.stderr)
 PY
