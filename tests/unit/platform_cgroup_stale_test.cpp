@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include "support/temp_dir.hpp"
 
 using namespace memgate;
 using namespace memgate::platform;
@@ -17,17 +18,12 @@ namespace {
 
 class StaleCgroups : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/memgate-stale-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
   std::string mk(const std::string& rel) {
     fs::create_directories(root_ + "/" + rel);
     return root_ + "/" + rel;
   }
-  std::string root_;
+  test::TempDir tmp_{"stale"};
+  std::string root_ = tmp_.path();
 };
 
 std::vector<pid_t> pids_of(const std::vector<StaleCgroup>& v) {

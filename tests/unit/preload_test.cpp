@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "util/fs.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -25,9 +26,7 @@ using Env = std::map<std::string, std::string>;
 class PreloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/memgate-preload-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    t_ = tmpl;
+    t_ = tmp_.path();
     ASSERT_EQ(::mkdir((t_ + "/lib").c_str(), 0755), 0);
     ASSERT_EQ(::mkdir((t_ + "/bin").c_str(), 0755), 0);
     lib_ = t_ + "/lib/libmemgate-preload.so";
@@ -41,7 +40,6 @@ class PreloadTest : public ::testing::Test {
     script(t_ + "/bin/ccache", "echo \"RAN ccache $*|JOB=${MEMGATE_JOB-unset}\" >> " + log_ + "\n[ \"$1\" = -s ] || exec \"$@\"");
     script(t_ + "/bin/nvcc", "echo \"RAN nvcc $*|JOB=${MEMGATE_JOB-unset}\" >> " + log_ + "\ncc -E inner.c");
   }
-  void TearDown() override { EXPECT_EQ(std::system(("rm -rf " + t_).c_str()), 0); }
 
   void script(const std::string& path, const std::string& body) {
     ASSERT_TRUE(memgate::write_file(path, "#!/bin/sh\n" + body + "\n", true).ok());
@@ -86,6 +84,7 @@ class PreloadTest : public ::testing::Test {
   void clear_log() { ::unlink(log_.c_str()); }
   std::string errors() const { return memgate::read_file(t_ + "/stderr").value_or(""); }
 
+  memgate::test::TempDir tmp_{"preload"};
   std::string t_, lib_, log_;
 };
 

@@ -21,6 +21,7 @@
 
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace memgate;
 
@@ -80,9 +81,7 @@ RequestMsg request(int pid) {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/memgate-server-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     auto s = JobServer::listen(dir_ + "/sock");
     ASSERT_TRUE(s.ok()) << s.error();
     server_.emplace(std::move(s.value()));
@@ -93,11 +92,10 @@ class ServerTest : public ::testing::Test {
   void TearDown() override {
     log::reset_sink();
     server_.reset();
-    std::string cmd = "rm -rf " + dir_;
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
   }
   std::string sock() const { return dir_ + "/sock"; }
 
+  test::TempDir tmp_{"server"};
   std::string dir_;
   std::optional<JobServer> server_;
   std::vector<std::pair<ConnId, Message>> received_;

@@ -12,6 +12,7 @@
 #include "elf_bytes.hpp"
 #include "util/fs.hpp"
 #include "wrap/find_program.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace memgate;
 
@@ -44,18 +45,8 @@ std::string value(const std::map<std::string, std::string>& m, const std::string
   return it == m.end() ? "<absent>" : it->second;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/memgate-shim-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)std::system(("rm -rf " + path_).c_str()); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return join_path(path_, name); }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("shim") {}
 };
 
 void make_script(const std::string& path) {

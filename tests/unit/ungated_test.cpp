@@ -14,6 +14,7 @@
 
 #include "elf_bytes.hpp"
 #include "util/fs.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace memgate;
 
@@ -22,15 +23,12 @@ namespace {
 class UngatedTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/memgate-ungated-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = tmp_.path();
     proc_ = root_ + "/proc";
     ASSERT_EQ(::mkdir(proc_.c_str(), 0755), 0);
     static_gcc_ = root_ + "/static-helper";  // not a compiler name itself
     ASSERT_TRUE(write_file(static_gcc_, test::tiny_elf(false), true).ok());
   }
-  void TearDown() override { EXPECT_EQ(std::system(("rm -rf " + root_).c_str()), 0); }
 
   // One process: comm, state, parent, RSS in KiB, argv, environment, exe.
   void process(pid_t pid, const std::string& comm, char state, pid_t ppid, long rss_kib,
@@ -57,6 +55,7 @@ class UngatedTest : public ::testing::Test {
   const std::vector<std::string> kGated = {"LD_PRELOAD=/p/libexec/memgate/libmemgate-preload.so",
                                            "MEMGATE_SOCKET=/tmp/memgate-1/sock"};
   const std::vector<std::string> kNoPreload = {"MEMGATE_SOCKET=/tmp/memgate-1/sock", "PATH=/usr/bin"};
+  test::TempDir tmp_{"ungated"};
   std::string root_, proc_, static_gcc_;
 };
 
