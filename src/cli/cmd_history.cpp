@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "history/history.hpp"
 #include "util/fs.hpp"
@@ -185,10 +186,14 @@ void add_history_command(CLI::App& app, int* status) {
   auto opts = std::make_shared<HistoryOptions>();
   auto* cmd = app.add_subcommand("history", "past builds, or one build's jobs with predicted and actual memory");
   cmd->add_flag("--json", opts->json, "machine-readable output");
-  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'")->check(build_ref_check());
-  cmd->add_option("--history", opts->history,
-                  "history database (default: $MEMGATE_HISTORY, else $XDG_CACHE_HOME/memgate/history.db)");
-  cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")->check(CLI::PositiveNumber);
+  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'")
+      ->type_name("ID|last")
+      ->check(build_ref_check());
+  cmd->add_option("--history", opts->history, kHistoryHelp)->type_name("FILE");
+  cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  describe_command(cmd, "", {"memgate history", "memgate history --build last", "memgate history --build 12 --json"});
   cmd->callback([opts, status] { *status = run_history(*opts); });
 }
 
