@@ -162,7 +162,7 @@ bool Runner::start_build() {
     exit_status_ = failure.exit_code;
     return false;
   }
-  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet);
+  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet, colour_wanted(STDERR_FILENO));
   return true;
 }
 
@@ -226,7 +226,7 @@ void Runner::begin_abort(int sig) {
   }
   abort_signal_ = sig;
   abort_deadline_ = now() + kAbortGrace_s;
-  if (status_) status_->clear();
+  if (status_) sig == SIGINT ? status_->interrupted() : status_->clear();
   log::info("{}: stopping the build", strsignal(sig));
   forward_signal(sig);
 }
@@ -301,6 +301,7 @@ void Runner::finish() {
     p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
     p.notes = ungated_.summary_lines();
     p.quiet = opt_.quiet;
+    p.verbose = opt_.verbose;
     p.verbose = opt_.verbose;
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
