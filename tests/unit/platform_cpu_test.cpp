@@ -62,3 +62,14 @@ TEST(CgroupQuota, ThisMachineHasAtLeastOneCore) {
   EXPECT_GE(detect_cores(), 1);
   EXPECT_LE(detect_cores(), affinity_cores());
 }
+
+TEST(ProcStat, BusyTimeIsEverythingButIdleAndIowait) {
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice
+  auto busy = parse_proc_stat_busy_s("cpu  100 20 30 5000 70 4 6 10 50 0\ncpu0 50 10 15 2500 35 2 3 5 25 0\n", 100);
+  ASSERT_TRUE(busy);
+  EXPECT_DOUBLE_EQ(*busy, 1.70);  // (100 + 20 + 30 + 4 + 6 + 10) / 100; guest is in user
+  EXPECT_FALSE(parse_proc_stat_busy_s("cpu0 1 2 3 4\n", 100));
+  EXPECT_FALSE(parse_proc_stat_busy_s("cpu  1 2 x 4\n", 100));
+  EXPECT_FALSE(parse_proc_stat_busy_s("", 100));
+  EXPECT_TRUE(read_machine_busy_s());  // this machine's
+}
