@@ -310,8 +310,6 @@ void Runner::finish() {
     p.notes = ungated_.summary_lines();
     p.quiet = opt_.quiet;
     p.verbose = opt_.verbose;
-    p.verbose = opt_.verbose;
-    p.verbose = opt_.verbose;
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
     publish(b, history_.get(), p);
