@@ -102,11 +102,12 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
   out += fmt::format("  memory    peak {} of budget {} (capacity {}), {} CPU slots\n", format_bytes(b.peak_bytes),
                      format_bytes(b.budget), format_bytes(b.capacity), b.slots);
   out += fmt::format("  jobs      {}, waited for memory {}\n", s.job_count, format_duration(s.wait_s));
-  if (!b.counters.empty()) {
-    out += "  counters ";
-    for (const auto& [k, v] : b.counters) out += fmt::format(" {}={}", name(k), v);
-    out += '\n';
-  }
+  // What memgate did, when it did anything; every counter is in --json.
+  std::string acted;
+  for (Counter c : {Counter::ran_alone, Counter::frozen, Counter::requeued, Counter::retried, Counter::oom_killed,
+                    Counter::oom_killed_ungated, Counter::ungated})
+    if (std::int64_t n = get(b.counters, c); n > 0) acted += fmt::format("{}{} {}", acted.empty() ? "" : ", ", name(c), n);
+  if (!acted.empty()) out += fmt::format("  acted     {}\n", acted);
   out += fmt::format("\n{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", "PEAK", "PREDICTED", "ERROR",
                      "CPU", "WALL", "TRIES", "EXIT", "JOB (heaviest first)");
   for (const JobRecord* j : jobs) {

@@ -3,6 +3,7 @@
 # at most 3 memgate lines (`memgate run -- true`: one; a small build: jobs,
 # time and peak, then what limited it), and no zero counters; --verbose
 # gives the details. A run with freezes prints them: tests/e2e/run_freeze.sh.
+# `history --build` keeps the internal counters for --json.
 source "$(dirname "$0")/lib.sh"
 require_cgroups
 export PATH="$(fake_compilers):$PATH"
@@ -33,4 +34,9 @@ cg_run "$cg" "$MEMGATE" run --verbose -- make -s -C "$w" -j2 2>"$E2E_TMP/verbose
 grep -q '^memgate: 0 freezes, 0 requeues, 0 retries, 0 OOM kills, 0 jobs ran alone$' "$E2E_TMP/verbose.err" ||
   { cat "$E2E_TMP/verbose.err" >&2; fail "--verbose does not show the counters"; }
 grep -q '^memgate: heaviest jobs (peak, predicted):$' "$E2E_TMP/verbose.err" || fail "--verbose does not list the heaviest jobs"
+
+note "history --build shows what memgate did, not its internal counters (those are in --json)"
+"$MEMGATE" history --build last >"$E2E_TMP/hist.txt" 2>/dev/null
+! grep -q 'dropped_malformed\|refused_uid\|wrapper_connections' "$E2E_TMP/hist.txt" || fail "internal counters in history --build: $(cat "$E2E_TMP/hist.txt")"
+"$MEMGATE" history --build last --json | grep -q '"dropped_malformed"' || fail "the counters are missing from --json"
 echo "ok"
