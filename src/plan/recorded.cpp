@@ -68,6 +68,10 @@ std::vector<double> work_done(const std::vector<RecordedWindow>& windows, const 
 
 }  // namespace
 
+// A job that used at least this share of the CPU the most CPU-bound reading
+// offers it is read as computing all the time.
+constexpr double kCpuBoundShare = 0.6;
+
 std::vector<double> idle_durations(const std::vector<RecordedWindow>& windows, const std::vector<double>& cpu_s,
                                    const std::vector<int>& threads, double cores) {
   size_t n = windows.size();
@@ -85,10 +89,19 @@ std::vector<double> idle_durations(const std::vector<RecordedWindow>& windows, c
   // overlaps the job that freed it.
   std::sort(edges.begin(), edges.end(),
             [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : (!a.start && b.start); });
+  // Round 0 reads every job as computing all the time. A job that used
+  // most of the CPU that reading offers it computed all the time, and stays
+  // so: letting it be read as waiting would free CPU for the others, which
+  // would then look as if they waited too (on a machine others kept busy,
+  // that runs away from a CPU-bound build).
+  std::vector<bool> fixed(n, false);
   for (int round = 0; round < 200; ++round) {
     std::vector<double> work = work_done(windows, edges, cpu_s, threads, idle, cores);
+    if (round == 0)
+      for (size_t i = 0; i < n; ++i) fixed[i] = cpu_s[i] / threads[i] >= kCpuBoundShare * work[i] * busy[i] / length[i];
     double moved = 0;
     for (size_t i = 0; i < n; ++i) {
+      if (fixed[i]) continue;
       double floor = std::min(busy[i], cpu_s[i] / threads[i]);
       double next = std::clamp(work[i] * busy[i] / length[i], floor, busy[i]);
       moved = std::max(moved, std::fabs(next - idle[i]) / busy[i]);
@@ -117,63 +130,16 @@ std::vector<ProfilePoint> profile_of(const JobRecord& job, double attempt_s) {
 
 }  // namespace
 
-namespace {
-
-struct BuildCores {
-  double cores = 1;
-  bool saturated = false;  // the machine had no core to spare
-};
-
-BuildCores build_cores(const BuildRecord& build, int cores) {
-  BuildCores c;
-  c.cores = cores > 0 ? cores : std::max(1, build.slots);
+double cores_left_to_build(const BuildRecord& build, int cores) {
+  double recorded = cores > 0 ? cores : std::max(1, build.slots);
   auto others = build.counters.find(Counter::other_cpu_ms);
-  if (others == build.counters.end() || build.wall_s() <= 0) return c;
+  if (others == build.counters.end() || build.wall_s() <= 0) return recorded;
   double load = static_cast<double>(others->second) / 1000.0 / build.wall_s();
-  double used = 0;  // cores the build's jobs kept busy, on average
-  for (const JobRecord& j : build.jobs) used += std::max(0.0, j.cpu_s);
-  used /= build.wall_s();
-  // A machine left with no spare core gave the build what it used, no more.
-  c.saturated = c.cores - load - used < std::max(0.25, 0.1 * c.cores);
-  c.cores = c.saturated ? std::clamp(used, 0.01, c.cores) : c.cores - load;
-  return c;
+  return std::max(recorded - load, 0.05 * recorded);
 }
-
-// On a saturated machine the estimate above cannot be used: the CPU the
-// build got changed with the load beside it, and a job that got a little
-// more than it used is read as waiting, which frees CPU for the others,
-// which then look as if they waited too. Nor can the record tell waiting
-// for CPU from waiting for anything else there. So: a job that computed at
-// a quarter or more of the average rate of the build's running jobs is
-// taken to have computed all the time (as compilers do); one below that
-// slept for all but its CPU time at that rate.
-std::vector<double> saturated_durations(const std::vector<RecordedWindow>& windows, const std::vector<double>& cpu_s,
-                                        const std::vector<int>& threads) {
-  const size_t n = windows.size();
-  std::vector<double> busy(n), computing(n), idle(n);
-  double all_computing = 0, all_busy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const RecordedWindow& w = windows[i];
-    busy[i] = std::max(w.end_s - w.start_s - w.frozen_s, 1e-6);
-    computing[i] = cpu_s[i] / threads[i];
-    all_computing += computing[i];
-    all_busy += busy[i];
-  }
-  const double rate = all_busy > 0 ? all_computing / all_busy : 1;  // CPU per running thread
-  for (size_t i = 0; i < n; ++i) {
-    if (computing[i] >= 0.25 * rate * busy[i] || rate <= 0) idle[i] = std::min(busy[i], computing[i]);
-    else idle[i] = std::clamp(busy[i] - computing[i] / rate + computing[i], computing[i], busy[i]);
-    idle[i] = std::max(idle[i], 1e-6);
-  }
-  return idle;
-}
-
-}  // namespace
-
-double cores_left_to_build(const BuildRecord& build, int cores) { return build_cores(build, cores).cores; }
 
 std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores) {
-  const BuildCores recorded = build_cores(build, cores);
+  const double recorded_cores = cores_left_to_build(build, cores);
   std::vector<size_t> order(build.jobs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -189,8 +155,7 @@ std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores) {
     cpu.push_back(std::max(0.0, j.cpu_s));
     threads.push_back(threads_of(j, w.end_s - w.start_s - w.frozen_s));
   }
-  std::vector<double> idle = recorded.saturated ? saturated_durations(windows, cpu, threads)
-                                                : idle_durations(windows, cpu, threads, recorded.cores);
+  std::vector<double> idle = idle_durations(windows, cpu, threads, recorded_cores);
 
   std::vector<PlanJob> out;
   for (size_t k = 0; k < order.size(); ++k) {

@@ -21,10 +21,12 @@
 //
 // A loaded machine. The cores are those the build had to itself: its
 // slots less the CPU others used beside it (Counter::other_cpu_ms over the
-// build's wall time). When that left no core spare, the record cannot
-// tell waiting for CPU from waiting for anything else: a job that computed
-// at a quarter or more of the average rate of the build's running jobs is
-// read as computing all the time (recorded.cpp, saturated_durations). Without that, 2 compiles sharing 2 cores with a CPU
+// build's wall time). A job that used at least 60% of the CPU the first
+// round (every job computing) offers it is read as computing all the time
+// and kept so: otherwise, on a machine others kept busy, a job that got a
+// little more than it used is read as waiting, which frees CPU for the
+// others, which then look as if they waited too, and a CPU-bound build is
+// read as a sleeping one. Without that, 2 compiles sharing 2 cores with a CPU
 // burner (0.87 CPU-s in 2.2 s each) read as jobs that wait 60% of the time,
 // and plan promised -j8 a speed-up no 2-core machine can give.
 //
@@ -49,8 +51,7 @@ namespace memgate::plan {
 std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores = 0);
 
 // The cores the recorded build had to itself (see above): `cores` (or its
-// slots) less the average CPU others used while it ran; on a machine left
-// without a spare core, what its jobs used.
+// slots) less the average CPU others used while it ran, at least 5% of it.
 double cores_left_to_build(const BuildRecord& build, int cores = 0);
 
 // The recorded attempt of a job: its last one, without the time frozen.

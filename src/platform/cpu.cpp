@@ -92,6 +92,18 @@ int affinity_cores() {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
+bool cgroup_cpu_weight_raised(const CgroupLayout& layout) {
+  if (layout.cpu_version == CgroupVersion::none || layout.cpu_dir.empty()) return false;
+  const bool v2 = layout.cpu_version == CgroupVersion::v2;
+  for (const auto& dir : walk_up(layout.cpu_dir, layout.cpu_root)) {
+    auto text = read_file(join_path(dir, v2 ? "cpu.weight" : "cpu.shares"));
+    if (!text) continue;
+    auto weight = text::to_int(*text);
+    if (weight && *weight > (v2 ? 100 : 1024)) return true;
+  }
+  return false;
+}
+
 std::optional<int> cgroup_quota_cores(const CgroupLayout& layout) {
   if (layout.cpu_version == CgroupVersion::none || layout.cpu_dir.empty()) return std::nullopt;
   std::optional<int> best;

@@ -43,6 +43,11 @@ std::optional<int> cgroup_quota_cores(const CgroupLayout& layout);
 std::optional<double> parse_proc_stat_busy_s(std::string_view text, long ticks_per_s);
 std::optional<double> read_machine_busy_s(const std::string& path = "/proc/stat");
 
+// Whether our cpu cgroup, or one above it, has a CPU weight above the
+// default (v1 cpu.shares > 1024, v2 cpu.weight > 100): then what others use
+// is what the build leaves, not CPU taken from it.
+bool cgroup_cpu_weight_raised(const CgroupLayout& layout);
+
 // CPU time of this process and of its children it has reaped (with theirs,
 // when they reaped theirs): a finished build's whole tree.
 double self_and_children_cpu_s();

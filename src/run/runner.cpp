@@ -297,7 +297,10 @@ void Runner::finish() {
                                               n)});
     }
     t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.count());
-    if (auto busy = platform::read_machine_busy_s(); busy && machine_busy_at_start_) {
+    // A build given more CPU weight than its neighbours (bench/plan-accuracy
+    // does) leaves them only what it does not use: not contention.
+    if (auto busy = platform::read_machine_busy_s();
+        busy && machine_busy_at_start_ && !platform::cgroup_cpu_weight_raised(platform::detect_cgroups())) {
       double own = platform::self_and_children_cpu_s() - own_cpu_at_start_;
       double others = std::max(0.0, *busy - *machine_busy_at_start_ - own);
       t.counters[Counter::other_cpu_ms] = std::llround(others * 1000);
