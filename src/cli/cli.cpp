@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "util/log.hpp"
 #include "wrap/wrapper.hpp"
@@ -24,7 +25,7 @@ const CLI::Validator& build_ref_check() {
       [](std::string& v) -> std::string {
         return is_build_ref(v) ? "" : "--build wants a build id or 'last', not '" + v + "'";
       },
-      "ID|last");
+      "");  // the option's metavar says ID|last already
   return check;
 }
 
@@ -38,12 +39,16 @@ int cli_main(int argc, char** argv) {
   app.failure_message(CLI::FailureMessage::help);
   int status = 0;
   add_run_command(app, &status);
-  app.add_subcommand("wrap", "run one compiler command through the governor (launcher form)")
-      ->allow_extras();  // handled above; listed here for --help
+  auto* wrap = app.add_subcommand("wrap", "run one compiler command through the governor (launcher form)");
+  wrap->allow_extras();  // handled above; listed here for --help
+  describe_command(wrap, "-- PROGRAM [ARG...]",
+                   {"cmake -DCMAKE_CXX_COMPILER_LAUNCHER='memgate;wrap' ..   # under memgate run"});
   add_doctor_command(app, &status);
   add_history_command(app, &status);
   add_plan_command(app, &status);
   add_report_command(app, &status);
+  describe_app(app, {"memgate run -- make -j", "memgate run -- pip install flash-attn --no-build-isolation",
+                     "memgate plan --cores 128 --capacity 432G", "MAX_JOBS=$(memgate plan --recommend)"});
 
   // `run` takes a whole command line after "--"; CLI11 must not parse it.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -53,6 +58,10 @@ int cli_main(int argc, char** argv) {
       g_after_dashes.assign(dashes + 1, args.end());
       args.erase(dashes, args.end());
     }
+  }
+  if (auto unknown = unknown_word(app, args)) {
+    log::error("{}", *unknown);
+    return 2;
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "doctor/doctor.hpp"
 #include "util/log.hpp"
 
@@ -64,7 +65,9 @@ void add_doctor_command(CLI::App& app, int* status) {
                 "also check the build environment of torch/CUDA/ROCm extensions: nvcc and torch versions, host "
                 "compiler, ninja, Python modules, GPU targets, and flash-attn's MAX_JOBS against memgate's");
   cmd->add_option("--python", args->python, "with --build-env: the Python interpreter to look at (default: $PYTHON, "
-                                            "else python3 in PATH)");
+                                            "else python3 in PATH)")
+      ->type_name("PATH");
+  describe_command(cmd, "", {"memgate doctor", "memgate doctor --build-env", "memgate doctor --json"});
   cmd->callback([status, args] { *status = run_doctor(*args); });
 }
 

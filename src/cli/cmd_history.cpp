@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "history/history.hpp"
 #include "util/fs.hpp"
@@ -101,11 +102,12 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
   out += fmt::format("  memory    peak {} of budget {} (capacity {}), {} CPU slots\n", format_bytes(b.peak_bytes),
                      format_bytes(b.budget), format_bytes(b.capacity), b.slots);
   out += fmt::format("  jobs      {}, waited for memory {}\n", s.job_count, format_duration(s.wait_s));
-  if (!b.counters.empty()) {
-    out += "  counters ";
-    for (const auto& [k, v] : b.counters) out += fmt::format(" {}={}", name(k), v);
-    out += '\n';
-  }
+  // What memgate did, when it did anything; every counter is in --json.
+  std::string acted;
+  for (Counter c : {Counter::ran_alone, Counter::frozen, Counter::requeued, Counter::retried, Counter::oom_killed,
+                    Counter::oom_killed_ungated, Counter::ungated})
+    if (std::int64_t n = get(b.counters, c); n > 0) acted += fmt::format("{}{} {}", acted.empty() ? "" : ", ", name(c), n);
+  if (!acted.empty()) out += fmt::format("  acted     {}\n", acted);
   out += fmt::format("\n{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", "PEAK", "PREDICTED", "ERROR",
                      "CPU", "WALL", "TRIES", "EXIT", "JOB (heaviest first)");
   for (const JobRecord* j : jobs) {
@@ -185,10 +187,14 @@ void add_history_command(CLI::App& app, int* status) {
   auto opts = std::make_shared<HistoryOptions>();
   auto* cmd = app.add_subcommand("history", "past builds, or one build's jobs with predicted and actual memory");
   cmd->add_flag("--json", opts->json, "machine-readable output");
-  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'")->check(build_ref_check());
-  cmd->add_option("--history", opts->history,
-                  "history database (default: $MEMGATE_HISTORY, else $XDG_CACHE_HOME/memgate/history.db)");
-  cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")->check(CLI::PositiveNumber);
+  cmd->add_option("--build", opts->build, "show one build's jobs: its id, or 'last'")
+      ->type_name("ID|last")
+      ->check(build_ref_check());
+  cmd->add_option("--history", opts->history, kHistoryHelp)->type_name("FILE");
+  cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  describe_command(cmd, "", {"memgate history", "memgate history --build last", "memgate history --build 12 --json"});
   cmd->callback([opts, status] { *status = run_history(*opts); });
 }
 

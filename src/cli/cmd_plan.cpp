@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "history/history.hpp"
 #include "plan/input.hpp"
 #include "plan/machine.hpp"
@@ -34,7 +35,7 @@ constexpr int kNothingSafe = 3;
 
 struct PlanArgs {
   std::optional<int> cores;
-  std::string memory, reserve, jobs_range, build, ninja_log, history, jobs_csv, profiles;
+  std::string capacity, memory, reserve, jobs_range, build, ninja_log, history, jobs_csv, profiles;
   bool recommend = false, json = false;
   int nvcc_threads = 1, gpu_targets = 1, orders = 200;
   std::uint64_t seed = 1;
@@ -65,12 +66,13 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
   int cores = a.cores ? *a.cores : here.cores;
   if (cores < 1) return Error{"--cores must be at least 1"};
   Bytes capacity = here.capacity;
-  if (!a.memory.empty()) {
-    auto m = parse_size(a.memory, here.capacity);
-    if (!m) return Error{fmt::format("--memory: {}", m.error())};
+  const std::string& size = a.capacity.empty() ? a.memory : a.capacity;
+  if (!size.empty()) {
+    auto m = parse_size(size, here.capacity);
+    if (!m) return Error{fmt::format("--capacity: {}", m.error())};
     capacity = *m;
   }
-  if (capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
+  if (capacity <= 0) return Error{"cannot tell this machine's memory: give --capacity SIZE"};
   auto budget = compute_budget(capacity, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
   if (!budget) return Error{budget.error()};
   plan::Machine m = plan::machine_with(cores, capacity);
@@ -99,6 +101,8 @@ Result<plan::PlanInput> load_input(const PlanArgs& a) {
 }
 
 int run_plan(const PlanArgs& a) {
+  // `--memory` is the budget in `run`; in plan it was the machine's size.
+  if (!a.memory.empty()) log::warn("plan --memory is now --capacity (the machine's memory); --memory will go away");
   plan::PlanOptions options;
   if (!a.jobs_range.empty()) {
     auto r = parse_range(a.jobs_range);
@@ -145,23 +149,41 @@ int run_plan(const PlanArgs& a) {
 void add_plan_command(CLI::App& app, int* status) {
   auto* cmd = app.add_subcommand("plan", "estimate build time and peak memory for each job count, here or elsewhere");
   auto args = std::make_shared<PlanArgs>();
-  cmd->add_option("--cores", args->cores, "simulate a machine with this many cores (default: this one's)");
-  cmd->add_option("--memory", args->memory, "simulate this much memory (SIZE or % of this machine's)");
-  cmd->add_option("--reserve", args->reserve, "memory never handed to jobs (default: 5%, 512M..8G)");
-  cmd->add_option("--jobs-range", args->jobs_range, "job counts to consider, A-B (default: 1..2 x cores)");
+  cmd->add_option("--cores", args->cores, "simulate a machine with this many cores (default: this one's)")
+      ->type_name("N");
+  cmd->add_option("--capacity", args->capacity, "simulate a machine with this much memory (SIZE or % of this one's)")
+      ->type_name("SIZE");
+  cmd->add_option("--memory", args->memory, "old name of --capacity")->group("");
+  cmd->add_option("--reserve", args->reserve, "memory never handed to jobs (default: 5%, 512M..8G)")->type_name("SIZE");
+  cmd->add_option("--jobs-range", args->jobs_range,
+                  "job counts to consider (default: 1 to max(8, 2 x cores), at most the number of jobs)")
+      ->type_name("A-B");
   cmd->add_flag("--recommend", args->recommend, "print only the recommended static job count");
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->add_option("--build", args->build, "plan from this recorded build (an id, or 'last')")
+      ->type_name("ID|last")
       ->check(build_ref_check());
-  cmd->add_option("--ninja-log", args->ninja_log, "plan from a .ninja_log, with memory from history");
-  cmd->add_option("--history", args->history, "history database (default: MEMGATE_HISTORY or the cache dir)");
-  cmd->add_option("--jobs-csv", args->jobs_csv, "plan from a measured job table (see tests/fixtures/flash-attn)");
-  cmd->add_option("--profiles", args->profiles, "memory profiles of the --jobs-csv rows (default: next to it)");
-  cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")->check(CLI::PositiveNumber);
-  cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")->check(CLI::PositiveNumber);
+  cmd->add_option("--ninja-log", args->ninja_log, "plan from a .ninja_log, with memory from history")
+      ->type_name("FILE");
+  cmd->add_option("--history", args->history, kHistoryHelp)->type_name("FILE");
+  cmd->add_option("--jobs-csv", args->jobs_csv, "plan from a measured job table (see tests/fixtures/flash-attn)")
+      ->type_name("FILE");
+  cmd->add_option("--profiles", args->profiles, "memory profiles of the --jobs-csv rows (default: next to it)")
+      ->type_name("DIR");
+  cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--orders", args->orders, "random job orders sampled for the OOM risk (default 200)")
+      ->type_name("N")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", args->seed, "seed of those orders");
+  cmd->add_option("--seed", args->seed, "seed of those orders")->type_name("N");
+  describe_command(cmd, "",
+                   {"memgate plan", "memgate plan --cores 128 --capacity 432G",
+                    "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn --no-build-isolation",
+                    "memgate plan --ninja-log build/.ninja_log"});
   cmd->callback([status, args] { *status = run_plan(*args); });
 }
 

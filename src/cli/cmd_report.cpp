@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "history/history.hpp"
 #include "report/files.hpp"
@@ -63,11 +64,14 @@ void add_report_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<ReportOptions>();
   auto* cmd = app.add_subcommand("report", "write the HTML timeline and the Chrome trace of a recorded build");
   cmd->add_option("--build", opt->build, "build id (see 'memgate history'), or 'last'")
-      ->capture_default_str()
+      ->type_name("ID|last")
       ->check(build_ref_check());
-  cmd->add_option("--html", opt->html, "write the self-contained HTML report here (default: memgate-report.html)");
-  cmd->add_option("--trace", opt->trace, "write the Chrome trace JSON here (Perfetto, chrome://tracing)");
-  cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY, else ~/.cache/memgate/history.db)");
+  cmd->add_option("--html", opt->html, "write the self-contained HTML report here (default: memgate-report.html)")
+      ->type_name("FILE");
+  cmd->add_option("--trace", opt->trace, "write the Chrome trace JSON here (Perfetto, chrome://tracing)")
+      ->type_name("FILE");
+  cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
+  describe_command(cmd, "", {"memgate report", "memgate report --build 12 --html build12.html --trace build12.json"});
   cmd->callback([opt, status] { *status = run_report(*opt); });
 }
 

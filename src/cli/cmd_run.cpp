@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.hpp"
+#include "cli/help.hpp"
 #include "run/runner.hpp"
 #include "util/log.hpp"
 
@@ -11,17 +12,24 @@ namespace memgate {
 void add_run_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "run a build with every compiler job gated on memory");
-  cmd->add_option("--memory", opt->memory, "memory the build may use (SIZE: 2560M, 8G, 80%); default capacity - reserve");
-  cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default 5% of capacity, 512 MiB..8 GiB)");
-  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)");
-  cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY or ~/.cache/memgate/history.db)");
-  cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE");
-  cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE");
+  cmd->add_option("--memory", opt->memory, "memory the build may use (SIZE: 2560M, 8G, 80%); default capacity - reserve")
+      ->type_name("SIZE");
+  cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default 5% of capacity, 512 MiB..8 GiB)")
+      ->type_name("SIZE");
+  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)")->type_name("N");
+  cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
+  cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE")->type_name("FILE.html");
+  cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE")
+      ->type_name("FILE.json");
   cmd->add_flag("--no-confine", opt->no_confine, "do not run the build in a memory-limited cgroup");
   cmd->add_flag("-q,--quiet", opt->quiet, "no status line or summary (warnings and errors still show)");
+  cmd->add_flag("-v,--verbose", opt->verbose, "the full summary: waits, counters and the heaviest jobs");
   // Everything from the first positional on (or after "--") is the build
   // command, passed through untouched, so `memgate run make -j8` works too.
   cmd->prefix_command();
+  describe_command(cmd, "-- CMD [ARG...]",
+                   {"memgate run -- make -j", "memgate run --memory 80% -- ninja -C out",
+                    "memgate run --report build.html -- pip install flash-attn --no-build-isolation"});
   cmd->callback([cmd, opt, status] {
     opt->command = run_command_after_dashes();
     if (opt->command.empty()) opt->command = cmd->remaining();

@@ -80,6 +80,7 @@ enum class Counter {
   oom_killed_ungated, // processes the OOM killer ended in the build's own cgroup (not a gated job)
   ungated,            // compiler processes found in the build outside every job
   ungated_peak_bytes, // the most memory they held at once
+  other_cpu_ms,       // CPU time the machine spent outside the build while it ran (a loaded machine)
 };
 
 // Counters present in a record: a missing one was not recorded (an older

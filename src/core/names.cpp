@@ -55,7 +55,7 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
     {EventKind::pressure, "pressure"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 27> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 28> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -83,6 +83,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 27> kCounters{{
     {Counter::oom_killed_ungated, "oom_killed_ungated"},
     {Counter::ungated, "ungated"},
     {Counter::ungated_peak_bytes, "ungated_peak_bytes"},
+    {Counter::other_cpu_ms, "other_cpu_ms"},
 }};
 
 }  // namespace

@@ -20,6 +20,10 @@ Result<PlanInput> input_from_history(History& history, std::string_view ref, con
   in.source = fmt::format("build #{} in {}: {}", build->id, build->cwd, build->command);
   in.notes.push_back("planning from " + choice->description);
   if (build->slots <= 0) in.notes.push_back("the build did not record its core count; its times are taken as uncontended");
+  if (double left = cores_left_to_build(*build); build->slots > 0 && left < build->slots - 0.25)
+    in.notes.push_back(fmt::format("the build shared the machine: other processes took {:.1f} of its {} cores, "
+                                   "so its jobs' times are read as slowed by them",
+                                   build->slots - left, build->slots));
   return in;
 }
 
@@ -32,8 +36,9 @@ Result<PlanInput> input_from_ninja_log(const std::string& path, History* history
   std::vector<JobRecord> known;
   if (history) known = history->jobs_for_prediction(20);
   PlanInput in;
-  int matched = 0;
-  in.jobs = jobs_from_ninja_log(*edges, known, cores, &matched);
+  int matched = 0, unwaited = 0;
+  in.jobs = jobs_from_ninja_log(*edges, known, cores, &matched, &unwaited);
+  if (unwaited > 0) in.notes.push_back(fmt::format("memgate's admission waits taken out of {} jobs' times", unwaited));
   in.source = fmt::format("{}, memory of {} of them from history", path, matched);
   if (matched < static_cast<int>(in.jobs.size()))
     in.notes.push_back(fmt::format("{} of {} jobs are not in history: their memory is a per-tool guess",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -100,7 +101,7 @@ std::string identity_output(std::string_view identity) {
 }
 
 std::vector<PlanJob> jobs_from_ninja_log(const std::vector<NinjaEdge>& edges, const std::vector<JobRecord>& history,
-                                         int cores, int* matched) {
+                                         int cores, int* matched, int* waits_removed) {
   std::map<std::string, const JobRecord*> by_output;
   for (const JobRecord& j : history) {
     std::string out = identity_output(j.key.identity);
@@ -121,6 +122,16 @@ std::vector<PlanJob> jobs_from_ninja_log(const std::vector<NinjaEdge>& edges, co
       if (auto it = by_output.find(out); it != by_output.end()) h = it->second;
     if (h) {
       ++found;
+      // Under memgate, ninja's time for an edge includes the job's wait for
+      // admission. When the log and history tell the same run (the edge
+      // lasted what memgate saw from the request to the end), the wait goes.
+      double asked_to_end = h->end_s - h->submit_s;
+      if (h->wait_s > 0 && std::fabs(wall - asked_to_end) <= std::max(0.25, 0.2 * asked_to_end)) {
+        double wait = std::min(h->wait_s, 0.95 * wall);
+        j.start_s += wait;
+        wall -= wait;
+        if (waits_removed) ++*waits_removed;
+      }
       double h_wall = h->wall_s() > 0 ? h->wall_s() : wall;
       j.key = h->key;
       j.cpu_s = h->cpu_s * wall / h_wall;

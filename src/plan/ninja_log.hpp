@@ -46,7 +46,10 @@ std::string identity_output(std::string_view identity);
 
 // `history` oldest first (History::jobs_for_prediction); the newest
 // record of an output wins. `cores`: where the log was written.
+// `matched`: edges found in history; `waits_removed`: edges whose time
+// lost memgate's admission wait (the log was written under memgate, in
+// the run history recorded).
 std::vector<PlanJob> jobs_from_ninja_log(const std::vector<NinjaEdge>& edges, const std::vector<JobRecord>& history,
-                                         int cores, int* matched = nullptr);
+                                         int cores, int* matched = nullptr, int* waits_removed = nullptr);
 
 }  // namespace memgate::plan

@@ -36,7 +36,7 @@ struct Edge {
 // the shares the recorded overlap gave it, with CPU fractions from `idle`.
 std::vector<double> work_done(const std::vector<RecordedWindow>& windows, const std::vector<Edge>& edges,
                               const std::vector<double>& cpu_s, const std::vector<int>& threads,
-                              const std::vector<double>& idle, int cores) {
+                              const std::vector<double>& idle, double cores) {
   size_t n = windows.size();
   std::vector<double> frac(n), work(n, 0.0);
   for (size_t i = 0; i < n; ++i) frac[i] = std::clamp(cpu_s[i] / (threads[i] * idle[i]), 0.0, 1.0);
@@ -60,7 +60,7 @@ std::vector<double> work_done(const std::vector<RecordedWindow>& windows, const 
     double dt = edges[e].t - t;
     double demand = 0;
     for (int j : active) demand += frac[j] * threads[j];
-    double share = cpu_share(demand, cores);
+    double share = demand > cores ? cores / demand : 1.0;
     for (int j : active) work[j] += dt / ((1.0 - frac[j]) + frac[j] / share);
   }
   return work;
@@ -68,8 +68,12 @@ std::vector<double> work_done(const std::vector<RecordedWindow>& windows, const 
 
 }  // namespace
 
+// A job that used at least this share of the CPU the most CPU-bound reading
+// offers it is read as computing all the time.
+constexpr double kCpuBoundShare = 0.6;
+
 std::vector<double> idle_durations(const std::vector<RecordedWindow>& windows, const std::vector<double>& cpu_s,
-                                   const std::vector<int>& threads, int cores) {
+                                   const std::vector<int>& threads, double cores) {
   size_t n = windows.size();
   std::vector<double> length(n), busy(n), idle(n);
   std::vector<Edge> edges;
@@ -85,10 +89,19 @@ std::vector<double> idle_durations(const std::vector<RecordedWindow>& windows, c
   // overlaps the job that freed it.
   std::sort(edges.begin(), edges.end(),
             [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : (!a.start && b.start); });
+  // Round 0 reads every job as computing all the time. A job that used
+  // most of the CPU that reading offers it computed all the time, and stays
+  // so: letting it be read as waiting would free CPU for the others, which
+  // would then look as if they waited too (on a machine others kept busy,
+  // that runs away from a CPU-bound build).
+  std::vector<bool> fixed(n, false);
   for (int round = 0; round < 200; ++round) {
     std::vector<double> work = work_done(windows, edges, cpu_s, threads, idle, cores);
+    if (round == 0)
+      for (size_t i = 0; i < n; ++i) fixed[i] = cpu_s[i] / threads[i] >= kCpuBoundShare * work[i] * busy[i] / length[i];
     double moved = 0;
     for (size_t i = 0; i < n; ++i) {
+      if (fixed[i]) continue;
       double floor = std::min(busy[i], cpu_s[i] / threads[i]);
       double next = std::clamp(work[i] * busy[i] / length[i], floor, busy[i]);
       moved = std::max(moved, std::fabs(next - idle[i]) / busy[i]);
@@ -117,8 +130,16 @@ std::vector<ProfilePoint> profile_of(const JobRecord& job, double attempt_s) {
 
 }  // namespace
 
+double cores_left_to_build(const BuildRecord& build, int cores) {
+  double recorded = cores > 0 ? cores : std::max(1, build.slots);
+  auto others = build.counters.find(Counter::other_cpu_ms);
+  if (others == build.counters.end() || build.wall_s() <= 0) return recorded;
+  double load = static_cast<double>(others->second) / 1000.0 / build.wall_s();
+  return std::max(recorded - load, 0.05 * recorded);
+}
+
 std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores) {
-  int recorded_cores = cores > 0 ? cores : std::max(1, build.slots);
+  const double recorded_cores = cores_left_to_build(build, cores);
   std::vector<size_t> order(build.jobs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),

@@ -19,6 +19,17 @@
 // gives back its recorded wall times. Time a job spent frozen is taken
 // out of its window.
 //
+// A loaded machine. The cores are those the build had to itself: its
+// slots less the CPU others used beside it (Counter::other_cpu_ms over the
+// build's wall time). A job that used at least 60% of the CPU the first
+// round (every job computing) offers it is read as computing all the time
+// and kept so: otherwise, on a machine others kept busy, a job that got a
+// little more than it used is read as waiting, which frees CPU for the
+// others, which then look as if they waited too, and a CPU-bound build is
+// read as a sleeping one. Without that, 2 compiles sharing 2 cores with a CPU
+// burner (0.87 CPU-s in 2.2 s each) read as jobs that wait 60% of the time,
+// and plan promised -j8 a speed-up no 2-core machine can give.
+//
 // Memory. The last attempt's recorded profile, mapped to progress by its
 // duration; a job without one gets a profile made from its peak, the time
 // of its peak, peak_over_frac and after_peak_bytes (workload.hpp).
@@ -39,6 +50,10 @@ namespace memgate::plan {
 // or 1 if that is unknown). Jobs come in submit order.
 std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores = 0);
 
+// The cores the recorded build had to itself (see above): `cores` (or its
+// slots) less the average CPU others used while it ran, at least 5% of it.
+double cores_left_to_build(const BuildRecord& build, int cores = 0);
+
 // The recorded attempt of a job: its last one, without the time frozen.
 struct RecordedWindow {
   double start_s = 0, end_s = 0;
@@ -48,6 +63,6 @@ RecordedWindow recorded_window(const JobRecord& job);
 
 // The estimate above, for jobs with these windows, CPU times and threads.
 std::vector<double> idle_durations(const std::vector<RecordedWindow>& windows, const std::vector<double>& cpu_s,
-                                   const std::vector<int>& threads, int cores);
+                                   const std::vector<int>& threads, double cores);
 
 }  // namespace memgate::plan

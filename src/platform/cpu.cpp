@@ -1,14 +1,49 @@
 #include "platform/cpu.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "platform/text.hpp"
 #include "util/fs.hpp"
 
 namespace memgate::platform {
+
+std::optional<double> parse_proc_stat_busy_s(std::string_view text, long ticks_per_s) {
+  if (ticks_per_s <= 0 || text.substr(0, 4) != "cpu ") return std::nullopt;
+  std::vector<std::string_view> w = text::words(text.substr(0, text.find('\n')));
+  // cpu user nice system idle iowait irq softirq steal [guest guest_nice];
+  // guest time is in user already.
+  if (w.size() < 5) return std::nullopt;
+  double busy = 0;
+  for (size_t i : {1, 2, 3, 6, 7, 8}) {
+    if (i >= w.size()) break;
+    auto v = text::to_int(w[i]);
+    if (!v || *v < 0) return std::nullopt;
+    busy += static_cast<double>(*v);
+  }
+  return busy / static_cast<double>(ticks_per_s);
+}
+
+std::optional<double> read_machine_busy_s(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  return parse_proc_stat_busy_s(*text, ::sysconf(_SC_CLK_TCK));
+}
+
+double self_and_children_cpu_s() {
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    struct rusage u {};
+    if (::getrusage(who, &u) != 0) continue;
+    total += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+             static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  }
+  return total;
+}
 
 std::optional<CpuQuota> parse_cpu_max(std::string_view text) {
   auto w = text::words(text::trim(text));
@@ -55,6 +90,18 @@ int affinity_cores() {
   }
   long online = ::sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? static_cast<int>(online) : 1;
+}
+
+bool cgroup_cpu_weight_raised(const CgroupLayout& layout) {
+  if (layout.cpu_version == CgroupVersion::none || layout.cpu_dir.empty()) return false;
+  const bool v2 = layout.cpu_version == CgroupVersion::v2;
+  for (const auto& dir : walk_up(layout.cpu_dir, layout.cpu_root)) {
+    auto text = read_file(join_path(dir, v2 ? "cpu.weight" : "cpu.shares"));
+    if (!text) continue;
+    auto weight = text::to_int(*text);
+    if (weight && *weight > (v2 ? 100 : 1024)) return true;
+  }
+  return false;
 }
 
 std::optional<int> cgroup_quota_cores(const CgroupLayout& layout) {

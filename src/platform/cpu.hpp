@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "platform/cgroup.hpp"
@@ -34,6 +35,22 @@ int affinity_cores();
 // The tightest quota from our cpu cgroup up to its hierarchy's root, in
 // cores; nullopt when none limits us or there is no cpu controller.
 std::optional<int> cgroup_quota_cores(const CgroupLayout& layout);
+
+// The machine's busy CPU time in seconds, all CPUs together (user, nice,
+// system, irq, softirq, steal), from the first line of /proc/stat, whose
+// figures are in ticks of `ticks_per_s` (USER_HZ). Subtracting the build's
+// own CPU from it over the build says how loaded the machine was beside it.
+std::optional<double> parse_proc_stat_busy_s(std::string_view text, long ticks_per_s);
+std::optional<double> read_machine_busy_s(const std::string& path = "/proc/stat");
+
+// Whether our cpu cgroup, or one above it, has a CPU weight above the
+// default (v1 cpu.shares > 1024, v2 cpu.weight > 100): then what others use
+// is what the build leaves, not CPU taken from it.
+bool cgroup_cpu_weight_raised(const CgroupLayout& layout);
+
+// CPU time of this process and of its children it has reaped (with theirs,
+// when they reaped theirs): a finished build's whole tree.
+double self_and_children_cpu_s();
 
 // usable_cores(affinity_cores(), cgroup_quota_cores(detect_cgroups())).
 int detect_cores(const CgroupLayout& layout);

@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 namespace memgate {
 namespace {
@@ -11,9 +14,32 @@ namespace {
 constexpr double kTtyInterval = 0.2;   // at most 5 redraws a second
 constexpr double kPlainInterval = 10;  // off a TTY, a line at most every 10 s
 
+// The total is history's count of jobs in the last build of this command,
+// raised to what this build has already seen; 0 when history knows none.
+int total(const StatusSnapshot& s) {
+  if (s.known_total <= 0) return 0;
+  return std::max(s.known_total, s.done + s.running + s.waiting_memory + s.waiting_cpu + s.frozen);
+}
+
 std::string progress(const StatusSnapshot& s) {
-  if (s.known_total > 0) return fmt::format("[{}/{}]", s.done, s.known_total);
+  if (int n = total(s); n > 0) return fmt::format("[{}/{}]", s.done, n);
   return fmt::format("[{}]", s.done);
+}
+
+// "[=====>    ]": `width` columns between the brackets; "" without a total.
+std::string bar(const StatusSnapshot& s, int width) {
+  const int n = total(s);
+  if (n <= 0) return "";
+  const int filled = std::clamp(s.done * width / n, 0, width);
+  std::string b = "[" + std::string(static_cast<size_t>(filled), '=');
+  if (filled < width) b += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
+  return b + "] ";
+}
+
+std::string timing(const StatusSnapshot& s, const char* sep) {
+  std::string t = format_duration(s.elapsed_s);
+  if (s.eta_s >= 0) t += sep + std::string("ETA ") + format_duration(s.eta_s);
+  return t;
 }
 
 std::string memory(const StatusSnapshot& s) {
@@ -21,22 +47,29 @@ std::string memory(const StatusSnapshot& s) {
   return format_bytes(s.used) + " used";
 }
 
-std::string full_line(const StatusSnapshot& s) {
-  std::string line = fmt::format(
-      "memgate: {} {:.1f} obj/min, {} running, {} waiting for memory, {} frozen, {}", progress(s),
-      s.objects_per_min, s.running, s.waiting_memory, s.frozen, memory(s));
-  if (s.eta_s >= 0) line += ", ETA " + format_duration(s.eta_s);
-  return line;
+// On a terminal the progress gets a bar; a log file gets the facts alone.
+std::string full_line(const StatusSnapshot& s, bool with_bar) {
+  return fmt::format("memgate: {} {}{}, {:.1f} obj/min, {} running, {} waiting for memory, {} frozen, {}",
+                     progress(s), with_bar ? bar(s, 20) : "", timing(s, ", "), s.objects_per_min, s.running,
+                     s.waiting_memory, s.frozen, memory(s));
 }
 
-// The same facts in about half the columns, for narrow terminals.
+// The same facts in 80 columns, most wanted first (cutting loses the end).
 std::string compact_line(const StatusSnapshot& s) {
-  std::string line = fmt::format("memgate {} {:.1f}/min {} run {} mem-wait", progress(s),
+  std::string line = fmt::format("{} {}{} {:.1f}/min {} run {} mem-wait", progress(s), bar(s, 8), timing(s, " "),
                                  s.objects_per_min, s.running, s.waiting_memory);
   if (s.frozen > 0) line += fmt::format(" {} frozen", s.frozen);
-  line += " " + memory(s);
-  if (s.eta_s >= 0) line += " ETA " + format_duration(s.eta_s);
-  return line;
+  return line + " " + memory(s);
+}
+
+// The progress and its bar in bold green, the rest as the terminal has it.
+std::string coloured(const std::string& text) {
+  const size_t from = text.rfind("memgate: [", 0) == 0 ? std::strlen("memgate: ") : 0;
+  if (text.compare(from, 1, "[") != 0) return text;
+  size_t end = text.find("] ", from);
+  if (end != std::string::npos && text.compare(end + 2, 1, "[") == 0) end = text.find("] ", end + 2);
+  if (end == std::string::npos) return text;
+  return text.substr(0, from) + "\x1b[1;32m" + text.substr(from, end + 1 - from) + "\x1b[0m" + text.substr(end + 1);
 }
 
 struct winsize window_size(int fd) {
@@ -48,7 +81,7 @@ struct winsize window_size(int fd) {
 }  // namespace
 
 std::string format_status(const StatusSnapshot& s, int width, bool tty) {
-  std::string line = full_line(s);
+  std::string line = full_line(s, tty);
   if (!tty || width <= 0) return line;
   const size_t room = width > 1 ? static_cast<size_t>(width - 1) : 1;
   if (line.size() <= room) return line;
@@ -64,8 +97,16 @@ int terminal_width(int fd) {
 
 int terminal_rows(int fd) { return window_size(fd).ws_row; }
 
-StatusLine::StatusLine(int fd, std::optional<bool> tty, bool quiet)
-    : fd_(fd), tty_(tty ? *tty : ::isatty(fd) == 1), quiet_(quiet) {
+bool colour_wanted(int fd) {
+  const char* no_colour = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  if (no_colour && *no_colour) return false;
+  if (term && std::strcmp(term, "dumb") == 0) return false;
+  return ::isatty(fd) == 1;
+}
+
+StatusLine::StatusLine(int fd, std::optional<bool> tty, bool quiet, bool colour)
+    : fd_(fd), tty_(tty ? *tty : ::isatty(fd) == 1), quiet_(quiet), colour_(colour) {
   if (tty_ && !quiet_) {
     log::set_sink([this](log::Level, std::string_view line) { on_log(line); });
     sink_installed_ = true;
@@ -99,14 +140,14 @@ std::string StatusLine::draw_sequence(const std::string& text) {
     }
     // Attributes reset so a colour the build left on does not paint the
     // status; DECRC restores the build's cursor and attributes.
-    out += fmt::format("\x1b" "7\x1b[{};1H\r\x1b[0m{}\x1b[K\x1b" "8", rows, text);
+    out += fmt::format("\x1b" "7\x1b[{};1H\r\x1b[0m{}\x1b[K\x1b" "8", rows, colour_ ? coloured(text) : text);
     return out;
   }
   if (pinned_rows_ > 0) {
     out += "\x1b" "7\x1b[r\x1b" "8";  // the terminal got too small to keep a row
     pinned_rows_ = 0;
   }
-  out += "\r" + text + "\x1b[K";
+  out += "\r" + (colour_ ? coloured(text) : text) + "\x1b[K";
   return out;
 }
 
@@ -141,6 +182,17 @@ void StatusLine::clear() {
   if (!tty_ || !shown_) return;
   write_out(clear_sequence());
   shown_ = false;
+}
+
+// At ^C the terminal has echoed "^C" after whatever the build was writing
+// (ninja's own status line, say): that line is erased, so memgate's message
+// starts a line of its own instead of being glued to it.
+void StatusLine::interrupted() {
+  std::lock_guard lock(mu_);
+  if (!tty_ || quiet_) return;
+  std::string out = shown_ ? clear_sequence() : "";
+  shown_ = false;
+  write_out(out + "\r\x1b[K");
 }
 
 // One write(2): the line can neither be split by the build's output nor

@@ -34,8 +34,14 @@ struct StatusSnapshot {
 // last column, which would make the terminal wrap), first by compact
 // labels, then by cutting. Off a TTY the full line is returned whatever
 // `width` says, because log files want whole words.
-//   memgate: [12/40] 14.2 obj/min, 3 running, 2 waiting for memory, 0 frozen, 1.90 GiB/2.50 GiB, ETA 1m10s
+// `[done/total]` has a total when history knows the build (and then a bar
+// on a terminal), then the elapsed time and the ETA:
+//   memgate: [12/40] [======>             ] 2m50s, ETA 1m10s, 14.2 obj/min, 3 running, 2 waiting for memory, 0 frozen, 1.90 GiB/2.50 GiB
+//   [12/40] [==>     ] 2m50s ETA 1m10s 14.2/min 3 run 2 mem-wait 1.90 GiB/2.50 GiB   (narrow terminals)
 std::string format_status(const StatusSnapshot& s, int width, bool tty);
+
+// Colour on `fd`: a terminal, NO_COLOR unset or empty, TERM not "dumb".
+bool colour_wanted(int fd);
 
 // The columns of the terminal on `fd` (TIOCGWINSZ), or 80 if unknown.
 int terminal_width(int fd);
@@ -68,8 +74,9 @@ int terminal_rows(int fd);
 class StatusLine {
  public:
   // `tty`: whether `fd` is a terminal; nullopt asks isatty(fd).
+  // `colour`: the progress and bar in bold green (see colour_wanted).
   explicit StatusLine(int fd = STDERR_FILENO, std::optional<bool> tty = std::nullopt,
-                      bool quiet = false);
+                      bool quiet = false, bool colour = false);
   ~StatusLine();
   StatusLine(const StatusLine&) = delete;
   StatusLine& operator=(const StatusLine&) = delete;
@@ -80,6 +87,9 @@ class StatusLine {
   // Takes the line off the screen; the next update() draws it again.
   // Call before memgate writes lines of its own without util/log.
   void clear();
+  // Clear() for ^C: also erases the line at the cursor, where the terminal
+  // echoed "^C" after the build's own unfinished line.
+  void interrupted();
   // Clears the line, gives the bottom row back to the terminal and
   // uninstalls the log sink. Call before printing the end summary.
   // Idempotent; the destructor calls it.
@@ -98,6 +108,7 @@ class StatusLine {
   int fd_;
   bool tty_;
   bool quiet_;
+  bool colour_;
   bool finished_ = false;
   bool sink_installed_ = false;
   int pinned_rows_ = 0;        // the terminal height the scroll region was set for; 0 = in-place mode

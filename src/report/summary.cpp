@@ -118,37 +118,63 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
 
 namespace {
 
-std::string summary_body(const BuildRecord& b) {
+// True when memgate did more than admit jobs: then the summary says what.
+bool memgate_acted(const BuildFacts& f) {
+  return f.freezes + f.requeues + f.retries + f.oom_kills + f.ran_alone > 0;
+}
+
+// "3 freezes, 1 requeue": the nonzero counters, or all of them when verbose.
+std::string action_counts(const BuildFacts& f, bool verbose) {
+  std::vector<std::string> parts;
+  auto add = [&](std::int64_t n, const char* one, const char* many) {
+    if (n > 0 || verbose) parts.push_back(plural(n, one, many));
+  };
+  add(f.freezes, "freeze", "freezes");
+  add(f.requeues, "requeue", "requeues");
+  add(f.retries, "retry", "retries");
+  add(f.oom_kills, "OOM kill", "OOM kills");
+  add(f.ran_alone, "job ran alone", "jobs ran alone");
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out;
+}
+
+// One or two lines when nothing notable happened, like ninja's or mold's
+// last words: what ran, how long, how close to the budget, what limited it.
+// The waits, the counters and the heaviest jobs follow when memgate acted
+// (froze, requeued, reran, ran a job alone) or under --verbose.
+std::string summary_body(const BuildRecord& b, bool verbose) {
   const BuildFacts f = build_facts(b);
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("build finished in {}, exit status {}", format_duration(f.wall_s),
-                              b.exit_status));
-  std::string jobs = plural(f.jobs, "job", "jobs");
-  if (f.failed > 0) jobs += fmt::format(" ({} failed)", f.failed);
-  lines.push_back(fmt::format("{}, {:.1f} objects/min", jobs, f.objects_per_min));
-  if (f.budget > 0) {
-    lines.push_back(fmt::format("peak memory {} of a {} budget ({}%)", format_bytes(f.peak),
-                                format_bytes(f.budget), percent(double(f.peak) / double(f.budget))));
+  std::string status = b.exit_status != 0 ? fmt::format(", exit status {}", b.exit_status) : "";
+  if (f.jobs == 0) {
+    lines.push_back(fmt::format("finished in {}{}, no compiler jobs gated", format_duration(f.wall_s), status));
   } else {
-    lines.push_back(fmt::format("peak memory {}", format_bytes(f.peak)));
+    std::string jobs = plural(f.jobs, "job", "jobs");
+    if (f.failed > 0) jobs += fmt::format(" ({} failed)", f.failed);
+    std::string peak = f.budget > 0 ? fmt::format("peak {} of {} ({}%)", format_bytes(f.peak), format_bytes(f.budget),
+                                                  percent(double(f.peak) / double(f.budget)))
+                                    : fmt::format("peak {}", format_bytes(f.peak));
+    lines.push_back(fmt::format("{} in {} ({:.1f}/min){}, {}", jobs, format_duration(f.wall_s), f.objects_per_min,
+                                status, peak));
+    lines.push_back(f.verdict);
   }
-  lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",
-                              format_duration(f.wait_memory_s), plural(f.jobs_waited, "job", "jobs"),
-                              format_duration(f.frozen_s)));
-  lines.push_back(fmt::format("{}, {}, {}, {}", plural(f.freezes, "freeze", "freezes"),
-                              plural(f.requeues, "requeue", "requeues"),
-                              plural(f.retries, "retry", "retries"),
-                              plural(f.oom_kills, "OOM kill", "OOM kills")));
-  if (!f.heaviest.empty()) {
-    lines.push_back("heaviest jobs (peak, predicted):");
-    for (int i : f.heaviest) {
-      const JobRecord& j = b.jobs[static_cast<size_t>(i)];
-      lines.push_back(fmt::format("  {:>9} {:>9}  {}", format_bytes(j.peak_bytes),
-                                  j.predicted.peak > 0 ? format_bytes(j.predicted.peak) : "-",
-                                  printable(shorten_middle(j.key.identity, 100))));
+  if (verbose || memgate_acted(f)) {
+    if (verbose || f.wait_memory_s > 0 || f.frozen_s > 0)
+      lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",
+                                  format_duration(f.wait_memory_s), plural(f.jobs_waited, "job", "jobs"),
+                                  format_duration(f.frozen_s)));
+    if (std::string counts = action_counts(f, verbose); !counts.empty()) lines.push_back(counts);
+    if (!f.heaviest.empty()) {
+      lines.push_back("heaviest jobs (peak, predicted):");
+      for (int i : f.heaviest) {
+        const JobRecord& j = b.jobs[static_cast<size_t>(i)];
+        lines.push_back(fmt::format("  {:>9} {:>9}  {}", format_bytes(j.peak_bytes),
+                                    j.predicted.peak > 0 ? format_bytes(j.predicted.peak) : "-",
+                                    printable(shorten_middle(j.key.identity, 100))));
+      }
     }
   }
-  lines.push_back(f.verdict);
   std::string out;
   for (const auto& l : lines) out += "memgate: " + l + "\n";
   return out;
@@ -156,11 +182,11 @@ std::string summary_body(const BuildRecord& b) {
 
 }  // namespace
 
-std::string format_summary(const BuildRecord& b) { return summary_body(b) + format_memory_failure(b); }
+std::string format_summary(const BuildRecord& b) { return summary_body(b, false) + format_memory_failure(b); }
 
 std::string format_summary(const BuildRecord& b, const std::vector<std::string>& degraded,
-                           const std::vector<std::string>& notes) {
-  std::string out = summary_body(b);
+                           const std::vector<std::string>& notes, bool verbose) {
+  std::string out = summary_body(b, verbose);
   for (const auto& n : notes) out += "memgate: " + printable(n) + "\n";
   if (!degraded.empty()) {
     out += "memgate: degraded: ";

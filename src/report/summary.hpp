@@ -42,7 +42,10 @@ BuildFacts build_facts(const BuildRecord& build, size_t heaviest = 5);
 // The verdict sentence for the given fractions (see BuildFacts).
 std::string limit_verdict(double memory_bound, double cpu_bound, int jobs);
 
-// Every line starts with "memgate: " and ends with '\n' (for stderr). A
+// Every line starts with "memgate: " and ends with '\n' (for stderr): one
+// or two lines (jobs, time, peak against the budget; what limited the
+// build) unless memgate acted (froze, requeued, reran, ran a job alone) or
+// `verbose`, when the waits, the counters and the heaviest jobs follow. A
 // failed build that lost a job to memory ends with format_memory_failure.
 std::string format_summary(const BuildRecord& build);
 // The same, with what the run lacked ("build not confined (--no-confine)")
@@ -51,7 +54,7 @@ std::string format_summary(const BuildRecord& build);
 // `notes` (lines the runner adds, such as the ungated compilers) come
 // after the body, before the degraded line.
 std::string format_summary(const BuildRecord& build, const std::vector<std::string>& degraded,
-                           const std::vector<std::string>& notes = {});
+                           const std::vector<std::string>& notes = {}, bool verbose = false);
 
 // Why a failed build lost a job to memory. Users read "Killed" or "Error
 // 137" in the build log as a compiler error; these say what happened.

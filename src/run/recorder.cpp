@@ -115,7 +115,7 @@ void publish(BuildRecord& b, History* history, const PublishOptions& o) {
   }
   // Even --quiet says when memory, not the compiler, failed the build:
   // "Killed" / "Error 137" is misread all the time.
-  std::string text = o.quiet ? format_memory_failure(b) : format_summary(b, o.degraded, o.notes);
+  std::string text = o.quiet ? format_memory_failure(b) : format_summary(b, o.degraded, o.notes, o.verbose);
   ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
   (void)n;
   if (auto st = write_reports(b, o.report_html, o.trace_json); !st) log::warn("{}", st.error());

@@ -77,6 +77,7 @@ struct PublishOptions {
   std::vector<std::string> degraded;  // what the run lacked
   std::vector<std::string> notes;     // extra summary lines (ungated compilers)
   bool quiet = false;
+  bool verbose = false;  // the full summary even when memgate did not act
   std::string report_html, trace_json;
 };
 void publish(BuildRecord& build, History* history, const PublishOptions& options);

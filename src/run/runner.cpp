@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/core.h>
@@ -156,13 +157,15 @@ bool Runner::start_build() {
   spec.env_changes = injection_env(in);
   spec.cgroup_dirs = cgroups_->build_dirs();
   SpawnFailure failure;
+  machine_busy_at_start_ = platform::read_machine_busy_s();
+  own_cpu_at_start_ = platform::self_and_children_cpu_s();
   build_pid_ = spawn_build(spec, &failure);
   if (build_pid_ < 0) {
     log::error("{}", failure.message);
     exit_status_ = failure.exit_code;
     return false;
   }
-  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet);
+  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet, colour_wanted(STDERR_FILENO));
   return true;
 }
 
@@ -226,7 +229,7 @@ void Runner::begin_abort(int sig) {
   }
   abort_signal_ = sig;
   abort_deadline_ = now() + kAbortGrace_s;
-  if (status_) status_->clear();
+  if (status_) sig == SIGINT ? status_->interrupted() : status_->clear();
   log::info("{}: stopping the build", strsignal(sig));
   forward_signal(sig);
 }
@@ -294,6 +297,14 @@ void Runner::finish() {
                                               n)});
     }
     t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.count());
+    // A build given more CPU weight than its neighbours (bench/plan-accuracy
+    // does) leaves them only what it does not use: not contention.
+    if (auto busy = platform::read_machine_busy_s();
+        busy && machine_busy_at_start_ && !platform::cgroup_cpu_weight_raised(platform::detect_cgroups())) {
+      double own = platform::self_and_children_cpu_s() - own_cpu_at_start_;
+      double others = std::max(0.0, *busy - *machine_busy_at_start_ - own);
+      t.counters[Counter::other_cpu_ms] = std::llround(others * 1000);
+    }
     t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.peak_together());
     BuildRecord b = recorder_.build_record(t);
     PublishOptions p;
@@ -301,6 +312,7 @@ void Runner::finish() {
     p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
     p.notes = ungated_.summary_lines();
     p.quiet = opt_.quiet;
+    p.verbose = opt_.verbose;
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
     publish(b, history_.get(), p);

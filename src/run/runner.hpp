@@ -17,6 +17,7 @@ struct RunOptions {
   std::string trace_json;              // --trace FILE.json
   bool no_confine = false;
   bool quiet = false;
+  bool verbose = false;  // --verbose: the full summary
 };
 
 // Runs the build to completion and returns `run`'s exit status, which

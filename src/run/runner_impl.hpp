@@ -118,6 +118,10 @@ class Runner {
   double next_tick_ = 0;
   int known_total_ = 0;  // jobs of the last build of this command, from history
   double last_wall_ = 0;
+  // The machine's busy CPU and our tree's CPU when the build started: what
+  // others took beside the build (Counter::other_cpu_ms, for plan).
+  std::optional<double> machine_busy_at_start_;
+  double own_cpu_at_start_ = 0;
 };
 
 }  // namespace memgate

@@ -20,7 +20,12 @@
 namespace memgate {
 namespace {
 
-constexpr const char* kWrapUsage = "usage: memgate wrap [--] PROGRAM [ARGS...]";
+constexpr const char* kWrapUsage =
+    "run one compiler command through the governor of the `memgate run` it is under (launcher form)\n"
+    "Usage: memgate wrap -- PROGRAM [ARG...]\n"
+    "\n"
+    "Examples:\n"
+    "  cmake -DCMAKE_CXX_COMPILER_LAUNCHER='memgate;wrap' ..   # under memgate run";
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -132,7 +137,7 @@ int wrap_main(int argc, char** argv) {
   }
   if (argc > 0 && std::strcmp(argv[0], "--") == 0) first = 1;
   if (first >= argc) {
-    log::error("{}", kWrapUsage);
+    log::error("no program given (usage: memgate wrap -- PROGRAM [ARG...])");
     return 2;
   }
   std::string program = argv[first];

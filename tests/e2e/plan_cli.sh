@@ -10,7 +10,7 @@ log="$MEMGATE_SRC/tests/fixtures/ninja_log/flash-attn.ninja_log"
 export MEMGATE_HISTORY="$E2E_TMP/history.db"
 
 note "table for 128 cores and 432 GiB"
-"$MEMGATE" plan --jobs-csv "$csv" --cores 128 --memory 432G --nvcc-threads 4 --gpu-targets 4 >"$E2E_TMP/table.txt"
+"$MEMGATE" plan --jobs-csv "$csv" --cores 128 --capacity 432G --nvcc-threads 4 --gpu-targets 4 >"$E2E_TMP/table.txt"
 cat "$E2E_TMP/table.txt" >&2
 grep -q '^memgate plan: 96 jobs' "$E2E_TMP/table.txt" || fail "table title"
 grep -q '^machine: 128 cores, 432 GiB capacity, 8.00 GiB reserve' "$E2E_TMP/table.txt" || fail "machine line"
@@ -18,8 +18,8 @@ grep -q '^recommended: -j [0-9]' "$E2E_TMP/table.txt" || fail "recommendation li
 grep -q '^memgate ' "$E2E_TMP/table.txt" || fail "memgate row"
 
 note "JSON agrees with --recommend"
-"$MEMGATE" plan --jobs-csv "$csv" --cores 128 --memory 432G --nvcc-threads 4 --gpu-targets 4 --json >"$E2E_TMP/plan.json"
-rec=$("$MEMGATE" plan --jobs-csv "$csv" --cores 128 --memory 432G --nvcc-threads 4 --gpu-targets 4 --recommend)
+"$MEMGATE" plan --jobs-csv "$csv" --cores 128 --capacity 432G --nvcc-threads 4 --gpu-targets 4 --json >"$E2E_TMP/plan.json"
+rec=$("$MEMGATE" plan --jobs-csv "$csv" --cores 128 --capacity 432G --nvcc-threads 4 --gpu-targets 4 --recommend)
 assert_eq "$(json_get "$E2E_TMP/plan.json" 'j["recommended_jobs"]')" "$rec" "--recommend vs JSON"
 assert_eq 96 "$(json_get "$E2E_TMP/plan.json" 'j["job_count"]')" "job count"
 assert_eq 128 "$(json_get "$E2E_TMP/plan.json" 'j["machine"]["cores"]')" "cores"
@@ -32,12 +32,12 @@ assert_eq True "$(json_get "$E2E_TMP/plan.json" \
 assert_eq True "$(json_get "$E2E_TMP/plan.json" 'j["memgate"]["wall_s"] > 0 and j["memgate"]["finished"]')" "memgate row"
 
 note "--jobs-range 1-4 gives those rows"
-"$MEMGATE" plan --jobs-csv "$csv" --cores 8 --memory 64G --jobs-range 1-4 --json >"$E2E_TMP/range.json"
+"$MEMGATE" plan --jobs-csv "$csv" --cores 8 --capacity 64G --jobs-range 1-4 --json >"$E2E_TMP/range.json"
 assert_eq "[1, 2, 3, 4]" "$(json_get "$E2E_TMP/range.json" '[r["jobs"] for r in j["rows"]]')" "rows of 1-4"
 
 note "nothing is safe when one job needs more than capacity - reserve"
 set +e
-out=$("$MEMGATE" plan --jobs-csv "$csv" --cores 8 --memory 6G --recommend 2>"$E2E_TMP/unsafe.err")
+out=$("$MEMGATE" plan --jobs-csv "$csv" --cores 8 --capacity 6G --recommend 2>"$E2E_TMP/unsafe.err")
 rc=$?
 set -e
 cat "$E2E_TMP/unsafe.err" >&2
@@ -45,8 +45,13 @@ assert_eq 3 "$rc" "exit status when nothing is safe"
 assert_eq 1 "$out" "still prints 1"
 grep -q "no static job count is safe" "$E2E_TMP/unsafe.err" || fail "warning on stderr"
 
+note "--memory, plan's old name for --capacity, still works and says so"
+"$MEMGATE" plan --jobs-csv "$csv" --cores 8 --memory 64G --jobs-range 1-4 --json >"$E2E_TMP/old.json" 2>"$E2E_TMP/old.err"
+assert_eq "$(json_get "$E2E_TMP/range.json" 'j["machine"]')" "$(json_get "$E2E_TMP/old.json" 'j["machine"]')" "--memory as --capacity"
+grep -q "plan --memory is now --capacity" "$E2E_TMP/old.err" || fail "no deprecation note for --memory"
+
 note ".ninja_log with per-tool defaults (empty history)"
-"$MEMGATE" plan --ninja-log "$log" --cores 4 --memory 32G --json >"$E2E_TMP/ninja.json" 2>"$E2E_TMP/ninja.err"
+"$MEMGATE" plan --ninja-log "$log" --cores 4 --capacity 32G --json >"$E2E_TMP/ninja.json" 2>"$E2E_TMP/ninja.err"
 assert_eq 15 "$(json_get "$E2E_TMP/ninja.json" 'j["job_count"]')" "jobs in the log (the last entry per output)"
 grep -q "not in history" "$E2E_TMP/ninja.err" || fail "says that memory is guessed"
 

@@ -17,7 +17,7 @@ history="$E2E_TMP/h.db"
 (cd "$w" && cg_run "$cg" "$MEMGATE" run --quiet --history "$history" -- make -s -j4) >&2 || fail "recording failed"
 check_memjob_outputs "$w" || fail "bad outputs"
 
-(cd "$w" && "$MEMGATE" plan --history "$history" --json --cores 2 --memory 1G) >"$E2E_TMP/here.json"
+(cd "$w" && "$MEMGATE" plan --history "$history" --json --cores 2 --capacity 1G) >"$E2E_TMP/here.json"
 assert_eq 8 "$(json_get "$E2E_TMP/here.json" 'j["job_count"]')" "jobs of the last build here"
 assert_eq True "$(json_get "$E2E_TMP/here.json" '"make -s -j4" in j["source"]')" "the recorded command"
 # The largest job peaks near 155 MB: the simulated -j1 peak must be close.
@@ -25,12 +25,12 @@ assert_eq True "$(json_get "$E2E_TMP/here.json" \
   '120e6 < [r for r in j["rows"] if r["jobs"] == 1][0]["peak_bytes"] < 250e6')" "-j1 peak from the recording"
 assert_eq True "$(json_get "$E2E_TMP/here.json" 'j["recommended_jobs"] >= 1')" "a recommendation"
 
-"$MEMGATE" plan --history "$history" --build last --json --cores 2 --memory 1G >"$E2E_TMP/last.json"
+"$MEMGATE" plan --history "$history" --build last --json --cores 2 --capacity 1G >"$E2E_TMP/last.json"
 assert_eq 8 "$(json_get "$E2E_TMP/last.json" 'j["job_count"]')" "--build last"
 id=$(json_get "$E2E_TMP/last.json" 'j["source"].split()[1].lstrip("#")')
-"$MEMGATE" plan --history "$history" --build "$id" --recommend --cores 2 --memory 1G >"$E2E_TMP/rec.txt"
+"$MEMGATE" plan --history "$history" --build "$id" --recommend --cores 2 --capacity 1G >"$E2E_TMP/rec.txt"
 assert_eq "$(json_get "$E2E_TMP/last.json" 'j["recommended_jobs"]')" "$(cat "$E2E_TMP/rec.txt")" "--build ID"
-(cd "$E2E_TMP" && "$MEMGATE" plan --history "$history" --json --cores 2 --memory 1G 2>"$E2E_TMP/else.err") \
+(cd "$E2E_TMP" && "$MEMGATE" plan --history "$history" --json --cores 2 --capacity 1G 2>"$E2E_TMP/else.err") \
   >"$E2E_TMP/else.json"
 grep -q "planning from build #$id, the last anywhere" "$E2E_TMP/else.err" || fail "note when no build was recorded here"
 echo "PASS"

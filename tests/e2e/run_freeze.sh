@@ -42,4 +42,9 @@ assert_eq 0 "$(c oom_killed)" "OOM kills"
 assert_eq "1 1" "$(json_get "$E2E_TMP/h.json" '" ".join(str(x["attempts"]) for x in j["jobs"])')" "attempts"
 frozen=$(json_get "$E2E_TMP/h.json" '[x for x in j["jobs"] if x["identity"].endswith("j001.o")][0]["frozen_s"]')
 python3 -c "import sys; sys.exit(0 if $frozen > 0 else 1)" || fail "j001 was not frozen for any time ($frozen s)"
+# memgate acted, so the summary says what it did (issue 16): the waits and
+# freezes, the counts, the heaviest jobs.
+grep -Eq '^memgate: jobs waited .* for memory in total \(.*\), [0-9.]+s frozen$' "$E2E_TMP/run.log" || fail "no wait/frozen line"
+grep -Eq '^memgate: [0-9]+ freezes?$' "$E2E_TMP/run.log" || fail "the summary does not count the freezes"
+grep -q '^memgate: heaviest jobs (peak, predicted):$' "$E2E_TMP/run.log" || fail "no heaviest jobs"
 echo "PASS"

@@ -8,7 +8,7 @@
 //   memjob [--peak SIZE] [--base SIZE] [--ramp S] [--peak-at S] [--hold S]
 //          [--after SIZE] [--duration S] [--cpu] [--out FILE] [--fail N]
 //          [--step-ms N] [--forever] [--pidfile FILE] [--ready FILE]
-//          [--hold-until FILE]
+//          [--hold-until FILE] [--work S]
 //          [compiler-style: -c SRC -o OUT -MD -MF DEP ...]
 //
 // Profile over time t (seconds): `base` until the ramp starts, linear growth
@@ -56,6 +56,7 @@ struct Profile {
   std::uint64_t base = 0, peak = 0, after = 0;
   bool after_set = false;
   double ramp = 0, peak_at = -1, hold = 0, duration = 0;
+  double work = 0;  // --work: CPU-seconds to burn at the end, however long that takes
   bool cpu = false, forever = false;
   int fail = 0;
   double step_ms = 50;
@@ -110,7 +111,7 @@ bool takes_value(std::string_view name) {
 bool is_memjob_option(std::string_view name) {
   static const char* const names[] = {"peak",  "base",     "ramp",    "peak-at", "hold",   "after",   "duration",
                                       "cpu",   "out",      "fail",    "step-ms", "forever", "pidfile", "ready",
-                                      "hold-until"};
+                                      "hold-until", "work"};
   for (const char* n : names)
     if (name == n) return true;
   return false;
@@ -125,6 +126,7 @@ void apply_option(Profile& p, const std::string& name, const std::string& value)
   else if (name == "peak-at") ok = parse_seconds(value, p.peak_at);
   else if (name == "hold") ok = parse_seconds(value, p.hold);
   else if (name == "duration") ok = parse_seconds(value, p.duration);
+  else if (name == "work") ok = parse_seconds(value, p.work);
   else if (name == "step-ms") ok = parse_seconds(value, p.step_ms) && p.step_ms >= 1;
   else if (name == "cpu") p.cpu = true;
   else if (name == "forever") p.forever = true;
@@ -316,6 +318,20 @@ void wait_until(double deadline, bool burn) {
   }
 }
 
+// A fixed amount of computing, as a compiler does: on a loaded machine it
+// takes longer (unlike --cpu, which burns until a deadline).
+void burn_cpu_seconds(double seconds) {
+  auto cpu_now = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  };
+  const double until = cpu_now() + seconds;
+  volatile std::uint64_t x = 1;
+  while (cpu_now() < until)
+    for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+}
+
 void run_profile(const Profile& p) {
   Memory mem;
   double step = p.step_ms / 1000.0;
@@ -325,7 +341,7 @@ void run_profile(const Profile& p) {
   for (;;) {
     double step_start = now_s();
     bool held = reached && !p.hold_until.empty() && t >= p.peak_at + p.hold && ::access(p.hold_until.c_str(), F_OK) != 0;
-    if (!p.forever && !held && t >= end && reached) return;
+    if (!p.forever && !held && t >= end && reached) return burn_cpu_seconds(p.work);
     double target = held ? static_cast<double>(p.peak) : level_at(p, t);
     if (!reached && t >= p.peak_at) target = static_cast<double>(p.peak);  // never skip the peak
     mem.set(static_cast<std::uint64_t>(target));

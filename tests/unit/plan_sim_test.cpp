@@ -143,6 +143,42 @@ TEST(PlanSim, RecordedContentionIsTakenOutOfTheWallTimes) {
   EXPECT_NEAR(wall(jobs, 1, 2), 60, 1e-6);
 }
 
+TEST(PlanSim, CpuOthersTookOnALoadedMachineIsNotReadAsWaiting) {
+  // Issue 16: two compiles of 0.88 CPU-s each ran together for 2.2 s on
+  // 2 cores while a burner beside them took 1.2 cores. Without the burner's
+  // CPU they read as 60% waiting and -j8 looks 3x faster; with it, as
+  // compiles slowed by the burner, and no job count beats -j2.
+  BuildRecord b;
+  b.slots = 2;
+  b.start_unix = 100;
+  b.end_unix = 102.2;
+  b.counters[Counter::other_cpu_ms] = 2640;  // 1.2 cores over 2.2 s
+  for (int i = 0; i < 2; ++i) {
+    JobRecord j;
+    j.key.identity = "cc" + std::to_string(i);
+    j.end_s = 2.2;
+    j.cpu_s = 0.88;
+    j.peak_bytes = 10 * MiB;
+    b.jobs.push_back(j);
+  }
+  JobRecord sleeper;  // a job that slept beside them stays a sleeper
+  sleeper.key.identity = "sleep";
+  sleeper.end_s = 2.2;
+  sleeper.cpu_s = 0.01;
+  b.jobs.push_back(sleeper);
+  EXPECT_NEAR(cores_left_to_build(b), 0.8, 1e-9);
+  std::vector<PlanJob> jobs = jobs_from_build(b);
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(jobs[i].cpu_fraction(), 1.0, 1e-6) << jobs[i].name;
+  EXPECT_GT(jobs[2].work_s, 2.0);
+  std::vector<PlanJob> many;
+  for (int i = 0; i < 8; ++i) many.push_back(jobs[static_cast<size_t>(i % 2)]);
+  EXPECT_NEAR(wall(many, 8, 2), wall(many, 2, 2), 1e-6);
+
+  b.jobs.pop_back();  // the two compiles without other_cpu_ms, for contrast
+  b.counters.clear();
+  EXPECT_LT(jobs_from_build(b)[0].cpu_fraction(), 0.5);
+}
+
 TEST(PlanSim, AJobWithoutAProfileGetsOneFromItsFigures) {
   BuildRecord b;
   b.slots = 1;

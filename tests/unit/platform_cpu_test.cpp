@@ -1,6 +1,11 @@
 #include "platform/cpu.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "fixtures.hpp"
 
@@ -61,4 +66,39 @@ TEST(CgroupQuota, ThisMachineHasAtLeastOneCore) {
   EXPECT_GE(affinity_cores(), 1);
   EXPECT_GE(detect_cores(), 1);
   EXPECT_LE(detect_cores(), affinity_cores());
+}
+
+TEST(ProcStat, BusyTimeIsEverythingButIdleAndIowait) {
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice
+  auto busy = parse_proc_stat_busy_s("cpu  100 20 30 5000 70 4 6 10 50 0\ncpu0 50 10 15 2500 35 2 3 5 25 0\n", 100);
+  ASSERT_TRUE(busy);
+  EXPECT_DOUBLE_EQ(*busy, 1.70);  // (100 + 20 + 30 + 4 + 6 + 10) / 100; guest is in user
+  EXPECT_FALSE(parse_proc_stat_busy_s("cpu0 1 2 3 4\n", 100));
+  EXPECT_FALSE(parse_proc_stat_busy_s("cpu  1 2 x 4\n", 100));
+  EXPECT_FALSE(parse_proc_stat_busy_s("", 100));
+  EXPECT_TRUE(read_machine_busy_s());  // this machine's
+}
+
+TEST(CpuWeight, RaisedWhenOurCgroupOrOneAboveHasMoreThanTheDefault) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("memgate-cpuweight-" + std::to_string(::getpid()));
+  fs::create_directories(root / "bench" / "run");
+  auto write = [](const fs::path& p, const char* text) { std::ofstream(p) << text; };
+  CgroupLayout v1;
+  v1.cpu_version = CgroupVersion::v1;
+  v1.cpu_root = root.string();
+  v1.cpu_dir = (root / "bench" / "run").string();
+  write(root / "cpu.shares", "1024\n");
+  write(root / "bench" / "run" / "cpu.shares", "1024\n");
+  EXPECT_FALSE(cgroup_cpu_weight_raised(v1));
+  write(root / "bench" / "cpu.shares", "16384\n");  // bench/plan-accuracy's
+  EXPECT_TRUE(cgroup_cpu_weight_raised(v1));
+  CgroupLayout v2 = v1;
+  v2.cpu_version = CgroupVersion::v2;
+  write(root / "bench" / "run" / "cpu.weight", "100\n");
+  EXPECT_FALSE(cgroup_cpu_weight_raised(v2));
+  write(root / "bench" / "cpu.weight", "1600\n");
+  EXPECT_TRUE(cgroup_cpu_weight_raised(v2));
+  EXPECT_FALSE(cgroup_cpu_weight_raised(CgroupLayout{}));
+  fs::remove_all(root);
 }

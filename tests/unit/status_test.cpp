@@ -91,8 +91,8 @@ class Pty {
 
 TEST(FormatStatus, PlainLineShowsEverythingTheContractNames) {
   EXPECT_EQ(format_status(sample(), 0, false),
-            "memgate: [12/40] 14.2 obj/min, 3 running, 2 waiting for memory, 0 frozen, "
-            "1.90 GiB/2.50 GiB, ETA 1m10s");
+            "memgate: [12/40] 2m50s, ETA 1m10s, 14.2 obj/min, 3 running, 2 waiting for memory, 0 frozen, "
+            "1.90 GiB/2.50 GiB");
 }
 
 TEST(FormatStatus, UnknownTotalAndEtaAreLeftOut) {
@@ -120,10 +120,20 @@ TEST(FormatStatus, TtyLineFitsTheWidthLeavingTheLastColumnFree) {
   }
   // Wide enough: the full line; a little narrower: the compact form, with
   // the progress and the memory still there.
-  EXPECT_EQ(format_status(sample(), 200, true), format_status(sample(), 0, false));
-  std::string compact = format_status(sample(), 80, true);
-  EXPECT_NE(compact.find("[12/40]"), std::string::npos) << compact;
-  EXPECT_NE(compact.find("1.90 GiB/2.50 GiB"), std::string::npos) << compact;
+  EXPECT_EQ(format_status(sample(), 200, true),
+            "memgate: [12/40] [======>             ] 2m50s, ETA 1m10s, 14.2 obj/min, 3 running, "
+            "2 waiting for memory, 0 frozen, 1.90 GiB/2.50 GiB");
+  EXPECT_EQ(format_status(sample(), 80, true),
+            "[12/40] [==>     ] 2m50s ETA 1m10s 14.2/min 3 run 2 mem-wait 1.90 GiB/2.50 GiB");
+}
+
+TEST(FormatStatus, TheTotalIsNeverBelowWhatTheBuildHasShown) {
+  auto s = sample();
+  s.known_total = 10;  // history's build was smaller
+  EXPECT_NE(format_status(s, 0, false).find("[12/17]"), std::string::npos) << format_status(s, 0, false);
+  s.done = s.known_total = 40;
+  s.running = s.waiting_memory = 0;
+  EXPECT_NE(format_status(s, 200, true).find("[40/40] [====================] "), std::string::npos);
 }
 
 TEST(StatusLine, PinsTheStatusToTheBottomRowOfATerminal) {
@@ -175,6 +185,27 @@ TEST(StatusLine, LogLinesArriveWholeBetweenClearAndRedraw) {
 
   line.clear();
   EXPECT_EQ(pty.read_until("\x1b[K"), "\r\x1b[K");
+}
+
+TEST(StatusLine, ColourPaintsTheProgressAndBarOnly) {
+  Pty pty(0, 0);
+  ASSERT_TRUE(pty.ok());
+  StatusLine line(pty.slave(), true, false, true);
+  line.update(sample(), 0);
+  std::string out = pty.read_until("\x1b[K");
+  EXPECT_NE(out.find("\r\x1b[1;32m[12/40] [==>     ]\x1b[0m 2m50s ETA 1m10s"), std::string::npos) << out;
+  line.finish();
+}
+
+TEST(StatusLine, InterruptErasesTheLineTheTerminalEchoedCtrlCOn) {
+  Pty pty(0, 0);
+  ASSERT_TRUE(pty.ok());
+  StatusLine line(pty.slave(), true, false);
+  line.update(sample(), 0);
+  pty.read_until("\x1b[K");
+  line.interrupted();
+  EXPECT_EQ(pty.read_until("\x1b[K\r\x1b[K"), "\r\x1b[K\r\x1b[K");
+  line.finish();
 }
 
 TEST(StatusLine, LogLinesInPinnedModeAreWrittenInOnePiece) {

@@ -1,0 +1,47 @@
+# bash completion for memgate. Installed as
+# share/bash-completion/completions/memgate; tests/e2e/cli_completion.sh
+# checks that it knows every subcommand and option `--help` lists.
+
+_memgate() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local commands="run wrap doctor history plan report"
+  local i cmd="" dashes=0
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in
+      --) dashes=$i; break ;;
+      -*) ;;
+      *) [ -z "$cmd" ] && cmd=${COMP_WORDS[i]} ;;
+    esac
+  done
+  # After "memgate run --" or "memgate wrap --": the build command.
+  if [ "$dashes" -gt 0 ]; then
+    if [ $((dashes + 1)) -eq "$COMP_CWORD" ]; then
+      mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+    else
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    fi
+    return
+  fi
+  case $prev in
+    --history|--report|--trace|--html|--ninja-log|--jobs-csv|--python)
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
+    --profiles)
+      mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
+    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed)
+      return ;;
+  esac
+  local opts
+  case $cmd in
+    "") opts="--help --version"
+        if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
+    run) opts="--memory --reserve --jobs --history --report --trace --no-confine --quiet --verbose --help --" ;;
+    wrap) opts="--help --" ;;
+    doctor) opts="--json --kill-stale --build-env --python --help" ;;
+    history) opts="--json --build --history --limit --help" ;;
+    plan) opts="--cores --capacity --reserve --jobs-range --recommend --json --build --ninja-log --history --jobs-csv --profiles --nvcc-threads --gpu-targets --orders --seed --help" ;;
+    report) opts="--build --html --trace --history --help" ;;
+    *) return ;;
+  esac
+  mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
+}
+complete -F _memgate memgate

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# What the command line says: "did you mean" for mistyped subcommands and
+# options (exit 2, `memgate: error:`), a `memgate <cmd>` usage line and an
+# example in every --help, README's usage block equal to `memgate --help`'s,
+# and the man page (when help2man built one) readable by `man -l`.
+source "$(dirname "$0")/lib.sh"
+: "${MEMGATE_SRC:?}" "${MEMGATE_BUILD:?}"
+
+# expect_usage_error "EXPECTED STDERR LINE" ARGS...
+expect_usage_error() {
+  local want=$1 status=0
+  shift
+  "$MEMGATE" "$@" >"$E2E_TMP/out" 2>"$E2E_TMP/err" || status=$?
+  assert_eq 2 "$status" "exit status of memgate $*"
+  assert_eq "$want" "$(cat "$E2E_TMP/err")" "stderr of memgate $*"
+  [ ! -s "$E2E_TMP/out" ] || fail "memgate $* wrote to stdout"
+}
+
+note "did you mean"
+expect_usage_error "memgate: error: unknown command 'histroy'; did you mean 'history'?" histroy
+expect_usage_error "memgate: error: unknown command 'rpeort'; did you mean 'report'?" rpeort --build last
+expect_usage_error "memgate: error: unknown command 'frobnicate'" frobnicate
+expect_usage_error "memgate: error: unknown option '--recomend' for 'memgate plan'; did you mean '--recommend'?" \
+  plan --recomend
+expect_usage_error "memgate: error: unknown option '--memroy' for 'memgate run'; did you mean '--memory'?" \
+  run --memroy 2G -- true
+expect_usage_error "memgate: error: unknown option '--hepl'; did you mean '--help'?" --hepl
+# The build command's own options are not memgate's.
+"$MEMGATE" run -q -- true --memroy || fail "an option after -- is the build's"
+
+note "every --help: usage line and an example"
+for cmd in run wrap doctor history plan report; do
+  "$MEMGATE" "$cmd" --help >"$E2E_TMP/help" || fail "memgate $cmd --help failed"
+  grep -q "^Usage: memgate $cmd" "$E2E_TMP/help" || fail "$cmd --help has no 'Usage: memgate $cmd' line"
+  grep -A1 '^Examples:' "$E2E_TMP/help" | grep -q "^  .*memgate" || fail "$cmd --help has no example"
+  ! grep -q ' TEXT' "$E2E_TMP/help" || fail "$cmd --help has a TEXT metavar"
+done
+grep -q '^Usage: memgate run \[OPTIONS\] -- CMD \[ARG...\]' <("$MEMGATE" run --help) || fail "run's usage line"
+
+note "README's usage block is memgate --help's"
+"$MEMGATE" --help >"$E2E_TMP/top"
+sed -n '/^Usage:$/,/^$/p' "$E2E_TMP/top" | sed -e '1d' -e '/^$/d' -e 's/^  //' >"$E2E_TMP/help-usage"
+[ -s "$E2E_TMP/help-usage" ] || fail "memgate --help has no Usage: block"
+awk '/^## Usage$/ {u = 1; next} u && /^```$/ {if (in_block) exit; in_block = 1; next} in_block' \
+  "$MEMGATE_SRC/README.md" >"$E2E_TMP/readme-usage"
+diff -u "$E2E_TMP/readme-usage" "$E2E_TMP/help-usage" >&2 ||
+  fail "README's usage block differs from memgate --help (paste the + lines above into README.md)"
+
+note "man page"
+if ! command -v help2man >/dev/null; then
+  note "no help2man: no man page to check"
+else
+  page="$MEMGATE_BUILD/memgate.1"
+  [ -f "$page" ] || fail "help2man is installed but the build made no $page"
+  MANWIDTH=100 man -l -P cat "$page" >"$E2E_TMP/man.txt" 2>"$E2E_TMP/man.err" || fail "man -l $page: $(cat "$E2E_TMP/man.err")"
+  for want in NAME SYNOPSIS COMMANDS "memgate plan" "EXIT STATUS" "--capacity"; do
+    grep -q -- "$want" "$E2E_TMP/man.txt" || fail "the man page has no '$want'"
+  done
+fi
+echo "ok"
