@@ -21,7 +21,7 @@ Result<Bytes> parse_size(std::string_view text, std::optional<Bytes> percent_bas
   const char* begin = s.c_str();
   const char* end = begin;
   while (std::isdigit(static_cast<unsigned char>(*end))) ++end;
-  const bool fraction = *end == '.' && std::isdigit(static_cast<unsigned char>(end[1]));
+  const bool fraction = end != begin && *end == '.' && std::isdigit(static_cast<unsigned char>(end[1]));
   if (fraction)
     for (++end; std::isdigit(static_cast<unsigned char>(*end));) ++end;
   if (end == begin || (!std::isalpha(static_cast<unsigned char>(*end)) && *end != '%' && *end != '\0')) {
