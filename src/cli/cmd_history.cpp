@@ -19,6 +19,7 @@
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/size.hpp"
+#include "util/text.hpp"
 
 namespace memgate {
 namespace {
@@ -82,7 +83,7 @@ void print_builds(const std::vector<BuildSummary>& builds) {
     std::string mem = format_bytes(b.peak_bytes) + " / " + format_bytes(b.budget);
     out += fmt::format("{:>5}  {:<19}  {:>7}  {:>21}  {:>5}  {:>8}  {:>4}  {}  (in {})\n", b.id,
                        local_time(b.start_unix), format_duration(b.wall_s), mem, b.job_count,
-                       format_duration(b.wait_s), b.exit_status, b.command, b.cwd);
+                       format_duration(b.wait_s), b.exit_status, printable(b.command), printable(b.cwd));
   }
   print(out);
 }
@@ -95,8 +96,8 @@ std::string prediction_error(const JobRecord& j) {
 
 void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs) {
   BuildSummary s = summarize_build(b);
-  std::string out = fmt::format("build {}  {}\n", b.id, b.command);
-  out += fmt::format("  in        {}\n", b.cwd);
+  std::string out = fmt::format("build {}  {}\n", b.id, printable(b.command));
+  out += fmt::format("  in        {}\n", printable(b.cwd));
   out += fmt::format("  started   {}, wall {}, exit {}\n", local_time(b.start_unix), format_duration(s.wall_s),
                      b.exit_status);
   out += fmt::format("  memory    peak {} of budget {} (capacity {}), {} CPU slots\n", format_bytes(b.peak_bytes),
@@ -113,7 +114,7 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
   for (const JobRecord* j : jobs) {
     out += fmt::format("{:>10}  {:>10}  {:>6}  {:>7}  {:>7}  {:>5}  {:>4}  {}\n", format_bytes(j->peak_bytes),
                        format_bytes(j->predicted.peak), prediction_error(*j), format_duration(j->cpu_s),
-                       format_duration(j->wall_s()), j->attempts, j->exit_status, j->key.identity);
+                       format_duration(j->wall_s()), j->attempts, j->exit_status, printable(j->key.identity));
   }
   print(out);
 }

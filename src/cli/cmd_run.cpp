@@ -2,21 +2,51 @@
 
 #include "cli/cli.hpp"
 #include "cli/help.hpp"
+#include "core/capacity.hpp"
 #include "run/runner.hpp"
 #include "util/log.hpp"
+#include "util/size.hpp"
 
 namespace memgate {
 
 // cli_main cuts the arguments at the first "--" before CLI11 sees them, so
 // the build command reaches us exactly as typed.
+namespace {
+
+// More CPU slots than any machine has; beyond it `--jobs` is a typo (and
+// the MAX_JOBS memgate derives from it must stay a small number).
+constexpr int kMaxJobs = 65536;
+
+// Typos are usage errors (exit 2), found before anything starts.
+const CLI::Validator& memory_check() {
+  static const CLI::Validator check([](std::string& v) { return memory_flag_problem(v); }, "SIZE");
+  return check;
+}
+const CLI::Validator& size_check() {
+  static const CLI::Validator check(
+      [](std::string& v) -> std::string {
+        auto r = parse_size(v, 100 * GiB);  // a percentage's bytes come later
+        return r ? "" : r.error();
+      },
+      "SIZE");
+  return check;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "run a build with every compiler job gated on memory");
-  cmd->add_option("--memory", opt->memory, "memory the build may use (SIZE: 2560M, 8G, 80%); default capacity - reserve")
-      ->type_name("SIZE");
+  cmd->add_option("--memory", opt->memory,
+                  "memory the build may use (SIZE: 2560M, 8G, 80%; at least 64M); default capacity - reserve")
+      ->type_name("SIZE")
+      ->check(memory_check());
   cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default 5% of capacity, 512 MiB..8 GiB)")
-      ->type_name("SIZE");
-  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)")->type_name("N");
+      ->type_name("SIZE")
+      ->check(size_check());
+  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)")
+      ->type_name("N")
+      ->check(CLI::Range(1, kMaxJobs));
   cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE")->type_name("FILE.html");
   cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE")

@@ -62,7 +62,9 @@ Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& 
   if (memory_flag) {
     auto m = parse_size(*memory_flag, capacity);
     if (!m) return Error{fmt::format("--memory: {}", m.error())};
-    if (*m <= 0) return Error{fmt::format("--memory {}: a build needs some memory", *memory_flag)};
+    if (*m < kMinBuildMemory)
+      return Error{fmt::format("--memory {} is {}, less than the {} a build needs at least (sizes take a unit: 8G, 2560M)",
+                               *memory_flag, format_bytes(*m), format_bytes(kMinBuildMemory))};
     if (*m > most) {
       log::warn("--memory {} is more than the capacity ({}) minus the reserve ({}); using {}", *memory_flag,
                 format_bytes(capacity), format_bytes(b.reserve), format_bytes(most));
@@ -72,6 +74,17 @@ Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& 
     }
   }
   return b;
+}
+
+std::string memory_flag_problem(const std::string& text) {
+  // Any base will do for a percentage here: its bytes are known only later.
+  auto m = parse_size(text, 100 * GiB);
+  if (!m) return m.error();
+  if (!text.empty() && text.back() == '%') return *m > 0 ? "" : "a build needs some memory";
+  if (*m < kMinBuildMemory)
+    return fmt::format("{} is {}, less than the {} a build needs at least (sizes take a unit: 8G, 2560M)", text,
+                       format_bytes(*m), format_bytes(kMinBuildMemory));
+  return "";
 }
 
 Capacity detect_capacity() {

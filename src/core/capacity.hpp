@@ -40,11 +40,21 @@ struct Budget {
 // (never negative). `run` and `plan` both come through here.
 Budget budget_for(Bytes capacity, Bytes reserve);
 
+// The least --memory may give a build. Below it the flag was almost
+// certainly mistyped (`--memory 1` meant 1 GiB, not a 1-byte budget).
+constexpr Bytes kMinBuildMemory = 64 * MiB;
+
+// Why `text` cannot be a --memory value before the capacity is known ("" if
+// it can): not a SIZE, or an absolute size under kMinBuildMemory. The CLI
+// checks it at parse time, so a typo is a usage error (exit 2).
+std::string memory_flag_problem(const std::string& text);
+
 // `reserve_flag` and `memory_flag` are SIZEs as typed (--reserve,
 // --memory); percentages are of the capacity. --memory above capacity -
 // reserve is lowered to it with a warning: staying out of OOM is the
 // promise, so no flag can buy into the reserve. A bad SIZE, a reserve that
-// leaves nothing, or a budget <= 0 is an error that says which.
+// leaves nothing, or a budget under kMinBuildMemory (a percentage can
+// still come to that) is an error that says which.
 Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& reserve_flag,
                               const std::optional<std::string>& memory_flag);
 

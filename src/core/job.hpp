@@ -110,8 +110,13 @@ struct JobKey {
   std::string identity;  // stable across builds of the same tree (see predict/identity.hpp)
   std::string klass;     // coarser grouping for online learning: tool + arch flags
   std::string stem;      // main source file name without directories, for "similar" matching
-  int cpu_weight = 1;    // CPU slots the job occupies (nvcc --threads across archs)
+  int cpu_weight = 1;    // CPU slots the job occupies (nvcc --threads across archs), 1..kMaxCpuWeight
 };
+
+// The most CPU slots one job may claim. Peaks are predicted per slot and
+// multiplied by the weight, so an unbounded weight from the wire (INT_MAX)
+// overflowed the prediction into a negative peak (issue 12, item 7).
+constexpr int kMaxCpuWeight = 1024;
 
 // What the predictor expects of a job. All figures are for the whole
 // process tree of the job (nvcc -> cicc -> ptxas).

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/cpu.hpp"
+#include "util/text.hpp"
 
 namespace memgate::doctor {
 
@@ -168,13 +169,13 @@ std::string render_stale(const std::vector<StaleProcess>& stale) {
   if (stale.empty()) return "stale compiler processes\n  none\n";
   std::string out = fmt::format("stale compiler processes ({} holding {})\n", stale.size(), format_bytes(total_rss(stale)));
   out += fmt::format("  {:>8} {:>8} {:>10}  {}\n", "PID", "PPID", "RSS", "COMMAND");
-  for (const auto& s : stale) out += fmt::format("  {:>8} {:>8} {:>10}  {}\n", s.pid, s.ppid, format_bytes(s.rss), s.comm);
+  for (const auto& s : stale) out += fmt::format("  {:>8} {:>8} {:>10}  {}\n", s.pid, s.ppid, format_bytes(s.rss), printable(s.comm));
   return out;
 }
 
 std::string render_kills(const std::vector<KillOutcome>& outcomes) {
   std::string out;
-  for (const auto& k : outcomes) out += fmt::format("  {:>8}  {:<12} {}\n", k.pid, k.comm, k.result);
+  for (const auto& k : outcomes) out += fmt::format("  {:>8}  {:<12} {}\n", k.pid, printable(k.comm), k.result);
   return out;
 }
 

@@ -401,7 +401,7 @@ CommandInfo analyze_command(const std::vector<std::string>& argv, const std::str
   int pipelines = s.archs.pipelines();
   if (fam == Family::nvcc) pipelines = std::max(1, pipelines);
   info.gpu_pipelines = pipelines;
-  info.key.cpu_weight = cpu_weight_of(s, fam, std::max(1, pipelines));
+  info.key.cpu_weight = std::min(cpu_weight_of(s, fam, std::max(1, pipelines)), kMaxCpuWeight);
   fill_key(info, s, argv, cwd);
   return info;
 }

@@ -1,6 +1,8 @@
 #include "report/files.hpp"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,11 +31,25 @@ std::string write_all(int fd, std::string_view content) {
 
 }  // namespace
 
+// The temporary file is made by mkostemp (O_CREAT|O_EXCL, a random name)
+// in the target's own directory: memgate often runs as root, and a
+// predictable name there (`<path>.tmp-<pid>`) let another user plant a
+// symlink that root then wrote through (issue 12, item 1). rename()
+// replaces the final name itself and never follows a symlink there.
 Status write_file_atomically(const std::string& path, std::string_view content) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return Error{fmt::format("cannot write {}: not a file name", path)};
+  std::string tmp = fmt::format("{}{}.{}.XXXXXX", dir == "." ? "./" : dir, base[0] == '.' ? "" : ".", base);
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return Error{fmt::format("cannot write {}: {}", path, std::strerror(errno))};
   std::string failure = write_all(fd, content);
+  // mkostemp makes the file 0600; a report is as readable as any other
+  // file the user writes (their umask decides).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (failure.empty() && ::fchmod(fd, 0644 & ~mask) != 0) failure = std::strerror(errno);
   if (::close(fd) != 0 && failure.empty()) failure = std::strerror(errno);
   if (failure.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) failure = std::strerror(errno);
   if (!failure.empty()) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "util/text.hpp"
+
 namespace memgate {
 namespace {
 
@@ -27,15 +29,6 @@ std::string plural(std::int64_t n, const char* one, const char* many) {
 int percent(double fraction) { return static_cast<int>(std::lround(fraction * 100)); }
 
 bool utf8_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-// A path with a newline or an escape in it must not break the lines or
-// drive the terminal.
-std::string printable(std::string s) {
-  for (auto& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return s;
-}
 
 }  // namespace
 

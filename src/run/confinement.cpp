@@ -8,6 +8,8 @@
 
 #include "platform/cgroup_stale.hpp"
 #include "platform/meminfo.hpp"
+#include "platform/proc.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -111,6 +113,24 @@ MemoryReadings Confinement::read(Bytes jobs_current) const {
   if (pressure.psi && pressure.psi->full) r.psi_full_avg10 = pressure.psi->full->avg10;
   r.psi_machine_wide = std::string_view(pressure.source) == "machine";
   return r;
+}
+
+void Confinement::watch(pid_t build_pid) {
+  if (!confined_ || lost_ || !confine_) return;
+  std::string why;
+  if (!path_exists(confine_->memory_dir())) {
+    why = "the build's cgroup was removed";
+  } else if (build_pid > 0) {
+    auto members = confine_->all_processes();
+    bool inside = std::find(members.begin(), members.end(), build_pid) != members.end();
+    // An exiting build tool leaves its cgroup before it is reaped.
+    auto st = platform::read_proc_stat(build_pid);
+    if (!inside && st && st->state != 'Z' && st->state != 'X') why = "the build tool left its cgroup";
+  }
+  if (why.empty()) return;
+  lost_ = true;
+  degraded_.push_back(fmt::format("confinement lost mid-run ({}): the build's memory was no longer limited", why));
+  log::warn("{}; the build is no longer held to its memory limit", why);
 }
 
 std::int64_t Confinement::ungated_oom_kills() const {

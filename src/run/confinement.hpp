@@ -77,6 +77,12 @@ class Confinement {
   // cgroups and their own count).
   std::int64_t ungated_oom_kills() const;
 
+  // Checks that the confinement still holds: the build's cgroup exists
+  // and the build tool (`build_pid`, while it runs) is still inside it.
+  // Losing either mid-run (someone removed the cgroup, the build moved
+  // itself out) is warned about once and becomes a degraded() reason.
+  void watch(pid_t build_pid);
+
   bool confined() const { return confined_; }
   const std::vector<std::string>& degraded() const { return degraded_; }
 
@@ -86,6 +92,7 @@ class Confinement {
   std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
   std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
   bool confined_ = false;
+  bool lost_ = false;  // watch() found the confinement gone
   std::int64_t leaf_oom_base_ = 0;
   std::vector<std::string> degraded_;
 };

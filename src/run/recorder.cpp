@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "history/history.hpp"
+#include "history/pending.hpp"
 #include "predict/identity.hpp"
 #include "predict/profile.hpp"
 #include "report/files.hpp"
@@ -109,9 +110,16 @@ BuildRecord Recorder::build_record(const Totals& t) const {
 }
 
 void publish(BuildRecord& b, History* history, const PublishOptions& o) {
+  std::string why = history ? "" : "the history database could not be opened";
   if (history) {
     if (auto id = history->save_build(b)) b.id = *id;
-    else log::warn("could not save this build to history: {}", id.error());
+    else why = id.error();
+  }
+  if (!why.empty() && !o.history_path.empty()) {
+    if (auto side = save_pending(o.history_path, b))
+      log::warn("{}; this build's record went to {} (the next memgate run merges it)", why, *side);
+    else
+      log::warn("could not save this build to history: {}; nor beside it: {}", why, side.error());
   }
   // Even --quiet says when memory, not the compiler, failed the build:
   // "Killed" / "Error 137" is misread all the time.

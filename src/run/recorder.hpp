@@ -73,7 +73,10 @@ class Recorder {
 // The end of a build: its record saved to history (its id filled in), the
 // summary on stderr (under --quiet only the explanation of a build memory
 // failed), and the report files asked for. Failures are warnings; the build's status stands.
+// A record the database would not take (locked, or not open at all) goes
+// to a side file beside `history_path` (history/pending.hpp).
 struct PublishOptions {
+  std::string history_path;           // "" = no history at all
   std::vector<std::string> degraded;  // what the run lacked
   std::vector<std::string> notes;     // extra summary lines (ungated compilers)
   bool quiet = false;

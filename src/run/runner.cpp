@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 
 #include "platform/cpu.hpp"
+#include "history/pending.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
 #include "util/fs.hpp"
@@ -32,6 +33,13 @@ namespace {
 // After Ctrl-C or SIGTERM the build gets this long to stop by itself
 // before everything left is killed.
 constexpr double kAbortGrace_s = 2.0;
+
+// How long the history database may keep a run waiting for its lock, at
+// the start and again at the end. Another build's write takes
+// milliseconds; anything longer is a lock held on purpose or a hung
+// process, and the record then goes to a side file (history/pending.hpp)
+// instead of stalling the build for the default 10 s and being lost.
+constexpr int kHistoryBusy_ms = 1000;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -94,12 +102,15 @@ bool Runner::detect_machine() {
 }
 
 void Runner::open_history() {
-  auto h = History::open(History::resolve_path(opt_.history));
+  history_path_ = History::resolve_path(opt_.history);
+  auto h = History::open(history_path_, kHistoryBusy_ms);
   if (!h) {
     log::warn("running without history: {}", h.error());
     return;
   }
   history_ = std::move(*h);
+  if (int n = merge_pending(*history_, history_path_))
+    log::info("merged {} build record(s) saved beside the history while it was locked", n);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
   if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
     if (auto b = history_->load_build(*last)) {
@@ -147,8 +158,12 @@ bool Runner::start_build() {
   Interception how = choose_interception(in);
   if (how.mechanism != Mechanism::preload) {  // the shims only when they are used
     auto shims = ensure_shim_dir(parts.shim_dir, parts.wrapper);
-    if (shims) in.shim_dir = *shims;
-    else log::warn("cannot use the compiler shims: {}", shims.error());
+    if (shims) {
+      in.shim_dir = *shims;
+    } else {
+      log::warn("cannot use the compiler shims: {}", shims.error());
+      degraded_.push_back("compiler shims refused: " + shims.error());
+    }
   }
   if (auto note = interception_note(how, !in.shim_dir.empty()); !note.empty()) degraded_.push_back(note);
 
@@ -310,9 +325,14 @@ void Runner::finish() {
     PublishOptions p;
     p.degraded = cgroups_->degraded();
     p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
+    if (auto n = t.counters[Counter::unjoined])
+      p.degraded.push_back(fmt::format("{} job attempt(s) outside their cgroup: measured through /proc", n));
+    if (auto n = t.counters[Counter::refused_pid])
+      p.degraded.push_back(fmt::format("{} reported pid(s) refused: not below their wrapper, never frozen or killed", n));
     p.notes = ungated_.summary_lines();
     p.quiet = opt_.quiet;
     p.verbose = opt_.verbose;
+    p.history_path = history_path_;
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
     publish(b, history_.get(), p);

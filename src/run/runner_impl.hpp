@@ -90,6 +90,7 @@ class Runner {
   std::optional<Confinement> cgroups_;
   Recorder recorder_;
   std::unique_ptr<History> history_;
+  std::string history_path_;
   Predictor predictor_;
   std::unique_ptr<Governor> gov_;
   std::optional<JobServer> server_;
@@ -113,7 +114,7 @@ class Runner {
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
   UngatedTracker ungated_;  // compilers in the build but in no job
-  double next_ungated_scan_ = 0;
+  double next_ungated_scan_ = 0;  // also when the confinement is next checked
   MemoryView view_;
   double next_tick_ = 0;
   int known_total_ = 0;  // jobs of the last build of this command, from history

@@ -171,6 +171,7 @@ void Runner::sample_jobs() {
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
+  cgroups_->watch(build_done_ ? 0 : build_pid_);
   std::vector<pid_t> build = cgroups_->processes();
   if (build.empty() && build_pid_ > 0 && !build_done_) build = platform::process_tree(build_pid_);
   std::vector<pid_t> in_jobs;

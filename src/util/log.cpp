@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/text.hpp"
+
 namespace memgate::log {
 namespace {
 
@@ -46,7 +48,9 @@ std::string format_line(Level level, std::string_view message) {
   if (level == Level::warning) line += "warning: ";
   if (level == Level::error) line += "error: ";
   if (level == Level::debug) line += "debug: ";
-  line += message;
+  // Messages carry commands, paths and identities the build chose: one
+  // line each, and nothing in them may drive the terminal.
+  line += printable(message);
   line += '\n';
   return line;
 }

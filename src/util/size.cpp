@@ -16,14 +16,19 @@ Result<Bytes> parse_size(std::string_view text, std::optional<Bytes> percent_bas
   s = s.substr(start);
   if (s.empty()) return Error{"empty size"};
 
+  // Decimal digits with at most one point: strtod alone would also take
+  // "0x10" (hex), "1e3", "inf" and "nan".
   const char* begin = s.c_str();
-  char* end = nullptr;
-  errno = 0;
-  double number = std::strtod(begin, &end);
-  if (end == begin || errno == ERANGE || !std::isfinite(number) || number < 0 || begin[0] == '-' ||
-      begin[0] == '+' || std::isspace(static_cast<unsigned char>(begin[0]))) {
+  const char* end = begin;
+  while (std::isdigit(static_cast<unsigned char>(*end))) ++end;
+  const bool fraction = end != begin && *end == '.' && std::isdigit(static_cast<unsigned char>(end[1]));
+  if (fraction)
+    for (++end; std::isdigit(static_cast<unsigned char>(*end));) ++end;
+  if (end == begin || (!std::isalpha(static_cast<unsigned char>(*end)) && *end != '%' && *end != '\0')) {
     return Error{fmt::format("invalid size '{}': expected a number with K, M, G or T, or a percentage", text)};
   }
+  const double number = std::strtod(std::string(begin, end).c_str(), nullptr);
+  if (!std::isfinite(number)) return Error{fmt::format("invalid size '{}': too large", text)};
   std::string suffix(end);
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
 
@@ -35,6 +40,8 @@ Result<Bytes> parse_size(std::string_view text, std::optional<Bytes> percent_bas
   if (suffix.size() >= 2 && suffix.substr(suffix.size() - 2) == "IB") suffix.resize(suffix.size() - 2);
   else if (suffix.size() >= 2 && suffix.back() == 'B') suffix.pop_back();
 
+  if ((suffix.empty() || suffix == "B") && fraction)
+    return Error{fmt::format("invalid size '{}': a fraction of a byte (give a unit: K, M, G or T)", text)};
   double scale = 0;
   if (suffix.empty() || suffix == "B") scale = 1;
   else if (suffix == "K") scale = static_cast<double>(KiB);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,6 +36,26 @@ inline std::uint64_t fnv1a64(std::string_view s, std::uint64_t h = kFnvOffset) {
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+// Text that came from outside (commands, paths, identities: any byte a
+// build or another user chose) made safe for a terminal: every C0 control
+// (newline and ESC included), DEL and every C1 control (U+0080..U+009F,
+// which UTF-8 spells C2 80..C2 9F) becomes '?', so it can neither break a
+// line nor drive the terminal. Everything else, UTF-8 included, is kept.
+inline std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0xC2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0x80) {
+      out += '?';
+      ++i;
+    } else {
+      out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace memgate

@@ -1,10 +1,12 @@
 #include "wrap/client.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <sys/un.h>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -16,14 +18,17 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "platform/cgroup_files.hpp"
 #include "platform/proc.hpp"
 #include "predict/identity.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 #include "wrap/protocol.hpp"
 
 namespace memgate {
@@ -47,15 +52,6 @@ double now_s() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
-std::uint64_t fnv1a64(std::string_view s) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 int connect_to(const std::string& path) {
@@ -109,10 +105,32 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<std::string> env_storage;
   std::vector<char*> envp;
-  std::vector<std::string> cgroup_procs;  // DIR/cgroup.procs to join, in order
+  std::vector<int> cgroup_procs;          // DIR/cgroup.procs to join, opened by the parent
   sigset_t mask{};                        // the signal mask the program starts with
   int exec_errno = 0;                     // set by the child if execve failed
 };
+
+// The granted cgroups' cgroup.procs, opened here in the wrapper rather
+// than by path in the child: O_NOFOLLOW, and the file must be on a cgroup
+// filesystem (fstatfs), so neither a symlink nor a directory swapped after
+// the grant was checked can turn the pid write into a write elsewhere.
+// A dir that fails is left out (the runner then measures the job through
+// /proc).
+std::vector<int> open_cgroup_procs(const std::vector<std::string>& dirs) {
+  std::vector<int> fds;
+  for (const auto& dir : dirs) {
+    int fd = ::open(join_path(dir, "cgroup.procs").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct statfs fs {};
+    if (fd >= 0 && ::fstatfs(fd, &fs) == 0 &&
+        (fs.f_type == CGROUP_SUPER_MAGIC || fs.f_type == CGROUP2_SUPER_MAGIC)) {
+      fds.push_back(fd);
+      continue;
+    }
+    if (fd >= 0) ::close(fd);
+    log::warn("not joining {}: its cgroup.procs is not a cgroup file", dir);
+  }
+  return fds;
+}
 
 ChildPlan plan_child(const Launch& launch, const GrantMsg& grant, const sigset_t& mask) {
   ChildPlan c;
@@ -128,7 +146,7 @@ ChildPlan plan_child(const Launch& launch, const GrantMsg& grant, const sigset_t
   c.env_storage.push_back("MEMGATE_JOB=" + std::to_string(grant.job));
   for (auto& kv : c.env_storage) c.envp.push_back(kv.data());
   c.envp.push_back(nullptr);
-  for (const auto& dir : grant.cgroups) c.cgroup_procs.push_back(join_path(dir, "cgroup.procs"));
+  c.cgroup_procs = open_cgroup_procs(grant.cgroups);
   c.mask = mask;
   return c;
 }
@@ -142,12 +160,9 @@ int child_main(void* arg) {
   char* p = digits + sizeof digits;
   for (unsigned long v = static_cast<unsigned long>(::getpid()); p == digits + sizeof digits || v; v /= 10)
     *--p = static_cast<char>('0' + v % 10);
-  for (const auto& path : c->cgroup_procs) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+  for (int fd : c->cgroup_procs) {
     ssize_t n = ::write(fd, p, static_cast<std::size_t>(digits + sizeof digits - p));
     (void)n;
-    ::close(fd);
   }
   ::sigprocmask(SIG_SETMASK, &c->mask, nullptr);
   ::execve(c->exe, c->argv.data(), c->envp.data());
@@ -221,7 +236,7 @@ ExitMsg exit_report(int status, const rusage& ru, double wall_s) {
 // anything readable now is its hang-up). Whatever it froze or stopped
 // would stay so for ever: thaw the job's cgroups and continue its tree,
 // then let it finish ungated. Best effort; the grant's paths were checked
-// when it came.
+// when it came (accept_grant).
 void thaw_orphaned_job(const Launch& launch, const GrantMsg& grant, pid_t child) {
   for (const auto& dir : grant.cgroups) {
     for (auto [file, value] : {std::pair{"/freezer.state", "THAWED"}, std::pair{"/cgroup.freeze", "0"}}) {
@@ -273,6 +288,7 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   double start = now_s();
   ChildPlan plan = plan_child(launch, grant, old);
   pid_t pid = spawn_child(plan);
+  for (int cg : plan.cgroup_procs) ::close(cg);
   if (pid > 0 && plan.exec_errno != 0)
     log::error("cannot run '{}': {}", launch.argv.empty() ? launch.exe : launch.argv[0], std::strerror(plan.exec_errno));
   if (pid < 0) {
@@ -345,7 +361,16 @@ int exec_program(const Launch& launch) {
 int run_gated(const Launch& launch, const std::string& socket_path) {
   int fd = connect_to(socket_path);
   if (fd < 0) return fail_open(launch, socket_path, -1);
+  if (std::string why = untrusted_governor(fd); !why.empty()) {
+    // Not memgate run of this user (or root): a stale MEMGATE_SOCKET that
+    // someone else now serves. Never talk to it; the job runs ungated.
+    ::close(fd);
+    log::warn("not using the governor at {}: {}; running '{}' ungated", socket_path, why,
+              launch.argv.empty() ? launch.exe : launch.argv[0]);
+    return exec_program(launch);
+  }
   if (!write_message(fd, make_request(launch))) return fail_open(launch, socket_path, fd);
+  std::optional<std::vector<platform::CgroupMount>> mounts;  // read at the first grant with cgroups
   for (;;) {
     // The wrapper spends most of its life here, blocked in read(), until
     // the governor admits the job.
@@ -354,13 +379,52 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
       if (!msg && !is_closed_error(msg.error())) log::debug("wrapper: {}", msg.error());
       return fail_open(launch, socket_path, fd);
     }
-    AttemptResult r = run_attempt(launch, std::get<GrantMsg>(*msg), fd);
+    GrantMsg grant = std::get<GrantMsg>(*msg);
+    if (!grant.cgroups.empty() && !mounts)
+      mounts = platform::parse_cgroup_mounts(read_file("/proc/self/mountinfo").value_or("")).value_or(
+          std::vector<platform::CgroupMount>{});
+    accept_grant(grant, mounts ? *mounts : std::vector<platform::CgroupMount>{});
+    AttemptResult r = run_attempt(launch, grant, fd);
     if (!r.rerun) {
       ::close(fd);
       exit_like(r.status);
     }
     log::debug("wrapper: rerunning '{}' as the governor asked", launch.argv[0]);
   }
+}
+
+std::string untrusted_governor(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
+    return fmt::format("cannot tell who serves it ({})", std::strerror(errno));
+  if (cred.uid != ::geteuid() && cred.uid != 0)
+    return fmt::format("it runs as uid {}, not as uid {} or root", cred.uid, ::geteuid());
+  return "";
+}
+
+std::string grant_path_problem(const std::string& dir, const std::vector<platform::CgroupMount>& mounts) {
+  if (dir.empty() || dir[0] != '/') return "not an absolute path";
+  for (std::string_view part : split(std::string_view(dir).substr(1), '/'))
+    if (part == "." || part == "..") return "has a '.' or '..' component";
+  for (const auto& m : mounts) {
+    bool usable = m.version == platform::CgroupVersion::v2;
+    for (const auto& c : m.controllers) usable = usable || c == "memory" || c == "freezer";
+    if (!usable || m.mount_point.empty()) continue;
+    std::string_view mp = m.mount_point;
+    while (mp.size() > 1 && mp.back() == '/') mp.remove_suffix(1);
+    if (dir.size() > mp.size() + 1 && dir.compare(0, mp.size(), mp) == 0 && (mp == "/" || dir[mp.size()] == '/'))
+      return "";
+  }
+  return "not below a memory, freezer or cgroup2 mount";
+}
+
+void accept_grant(GrantMsg& grant, const std::vector<platform::CgroupMount>& mounts) {
+  std::erase_if(grant.cgroups, [&](const std::string& dir) {
+    std::string why = grant_path_problem(dir, mounts);
+    if (!why.empty()) log::warn("ignoring the granted cgroup {}: {}", printable(dir), why);
+    return !why.empty();
+  });
 }
 
 void warn_ungated_once(const std::string& socket_path) {

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "platform/cgroup_files.hpp"
+#include "wrap/protocol.hpp"
+
 namespace memgate {
 
 // One program to run, fully resolved.
@@ -32,6 +35,24 @@ int exec_program(const Launch& launch);
 // governor cannot be reached or hangs up before a grant, the program is
 // exec'd directly after warn_ungated_once().
 int run_gated(const Launch& launch, const std::string& socket_path);
+
+// Who serves the socket `fd` is connected to (SO_PEERCRED): "" when it is
+// this user (the effective uid) or root, else why it is not to be trusted.
+// A MEMGATE_SOCKET can outlive its memgate (daemons started by the build
+// keep it, a killed memgate leaves its directory) and then be served by
+// anyone; the wrapper, often root, must not take orders from them.
+std::string untrusted_governor(int fd);
+
+// Why the wrapper will not join the granted cgroup `dir`, or "" when it
+// may: an absolute path without '.' or '..' components, strictly below a
+// cgroup2 mount or a cgroup v1 mount with the memory or freezer
+// controller (`mounts`, from /proc/self/mountinfo).
+std::string grant_path_problem(const std::string& dir, const std::vector<platform::CgroupMount>& mounts);
+
+// Drops (with a warning) the grant's cgroups that grant_path_problem
+// refuses; the job then runs outside them and the runner measures it
+// through /proc.
+void accept_grant(GrantMsg& grant, const std::vector<platform::CgroupMount>& mounts);
 
 // "memgate: warning: governor at PATH is not answering; running jobs
 // ungated", printed by only one wrapper per build: the first to create

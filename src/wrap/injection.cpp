@@ -273,6 +273,9 @@ std::string interception_note(const Interception& i, bool have_shim_dir) {
       if (!have_shim_dir) return fmt::format("compilers not gated: {}, and there is no usable shim directory", i.reason);
       return fmt::format("compilers gated by PATH shims only ({})", i.reason);
     case Mechanism::preload_and_shims:
+      if (!have_shim_dir)
+        return fmt::format("compilers gated by the preload library alone: {}, and there is no usable shim directory",
+                           i.reason);
       return fmt::format("compilers gated by the preload library and PATH shims ({})", i.reason);
   }
   return "";

@@ -101,11 +101,20 @@ struct Reader {
     out = static_cast<int>(v);
     return true;
   }
-  bool get(const char* name, double& out) {
+  bool get(const char* name, int& out, int lo, int hi) {
+    std::int64_t v = 0;
+    if (!get(name, v, lo, hi)) return false;
+    out = static_cast<int>(v);
+    return true;
+  }
+  // NaN fails both comparisons, so it is out of range too.
+  bool get(const char* name, double& out, double lo, double hi) {
     const json* f = field(name);
     if (!f) return false;
     if (!f->is_number()) return bad(name, "a number");
-    out = f->get<double>();
+    double v = f->get<double>();
+    if (!(v >= lo && v <= hi)) return bad(name, "in range");
+    out = v;
     return true;
   }
   bool get(const char* name, bool& out) {
@@ -139,7 +148,7 @@ Result<Message> decode_request(Reader& r) {
   RequestMsg m;
   bool ok = r.get("v", m.v) && r.get("argv", m.argv) && r.get("cwd", m.cwd) && r.get("tool", m.tool) &&
             r.get("identity", m.identity) && r.get("klass", m.klass) && r.get("stem", m.stem) &&
-            r.get("cpu_weight", m.cpu_weight) && r.get("pid", m.pid);
+            r.get("cpu_weight", m.cpu_weight, 1, kMaxCpuWeight) && r.get("pid", m.pid, 1, INT_MAX);
   if (ok && r.j.contains("argv_truncated")) ok = r.get("argv_truncated", m.argv_truncated);
   if (!ok) return Error{r.error};
   if (m.v != kProtocolVersion)
@@ -158,12 +167,12 @@ Result<Message> decode_object(const json& j) {
     if (r.get("job", m.job) && r.get("attempt", m.attempt) && r.get("cgroups", m.cgroups)) return Message{m};
   } else if (t == "started") {
     StartedMsg m;
-    if (r.get("pid", m.pid)) return Message{m};
+    if (r.get("pid", m.pid, 1, INT_MAX)) return Message{m};
   } else if (t == "exit") {
     ExitMsg m;
     std::int64_t rss = 0;
-    if (r.get("status", m.status) && r.get("wall_s", m.wall_s) && r.get("cpu_s", m.cpu_s) &&
-        r.get("maxrss_bytes", rss, 0, std::numeric_limits<std::int64_t>::max())) {
+    if (r.get("status", m.status) && r.get("wall_s", m.wall_s, 0, kMaxSeconds) &&
+        r.get("cpu_s", m.cpu_s, 0, kMaxSeconds) && r.get("maxrss_bytes", rss, 0, kMaxReportedBytes)) {
       m.maxrss_bytes = rss;
       return Message{m};
     }

@@ -12,8 +12,11 @@
 //   runner  -> wrapper    verdict   rerun (wait for another grant) or done
 //
 // Anything else on the wire (a length over kMaxFrame, a zero length, bad
-// JSON, an unknown type, a missing or wrongly typed field) is a protocol
-// error: the receiver drops the connection. JSON stays inside protocol.cpp
+// JSON, an unknown type, a missing or wrongly typed field, a number out of
+// its range) is a protocol error: the receiver drops the connection.
+// Ranges: cpu_weight 1..kMaxCpuWeight, pids > 0, times 0..kMaxSeconds,
+// maxrss_bytes 0..kMaxReportedBytes; nothing a peer sends can reach the
+// governor's arithmetic or history unbounded. JSON stays inside protocol.cpp
 // so the rest of memgate compiles without it.
 #pragma once
 
@@ -24,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/job.hpp"
 #include "util/result.hpp"
 #include "util/size.hpp"
 
@@ -31,6 +35,8 @@ namespace memgate {
 
 constexpr std::uint32_t kMaxFrame = 1024 * 1024;  // payload bytes
 constexpr int kProtocolVersion = 1;
+constexpr double kMaxSeconds = 1e8;                  // a job's wall or CPU time: about 3 years
+constexpr std::int64_t kMaxReportedBytes = std::int64_t{1} << 50;  // 1 PiB
 
 struct RequestMsg {
   int v = kProtocolVersion;
@@ -38,7 +44,7 @@ struct RequestMsg {
   bool argv_truncated = false;    // argv was cut to keep the frame under kMaxFrame
   std::string cwd;
   std::string tool, identity, klass, stem;  // from analyze_command()
-  int cpu_weight = 1;
+  int cpu_weight = 1;  // 1..kMaxCpuWeight on the wire
   int pid = 0;  // the wrapper's pid
 };
 

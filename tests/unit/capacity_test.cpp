@@ -83,6 +83,22 @@ TEST(Budget, BadInputIsAClearError) {
   EXPECT_FALSE(compute_budget(0, std::nullopt, std::nullopt).ok());
 }
 
+// Issue 12, item 7: `--memory 1` and `--memory 0.5` gave a 1-byte budget.
+TEST(Budget, MemoryBelowTheMinimumIsAnError) {
+  for (const char* tiny : {"1", "0.5", "1000", "63M", "1%"}) {
+    auto b = compute_budget(4 * GiB, std::nullopt, std::string(tiny));
+    EXPECT_FALSE(b.ok()) << tiny;
+  }
+  EXPECT_TRUE(compute_budget(4 * GiB, std::nullopt, std::string("64M")).ok());
+  EXPECT_NE(memory_flag_problem("1"), "");
+  EXPECT_NE(memory_flag_problem("0.5"), "");
+  EXPECT_NE(memory_flag_problem("0x10G"), "");
+  EXPECT_NE(memory_flag_problem("0%"), "");
+  EXPECT_EQ(memory_flag_problem("64M"), "");
+  EXPECT_EQ(memory_flag_problem("1%"), "");  // its bytes are known only with the capacity
+  EXPECT_EQ(memory_flag_problem("8G"), "");
+}
+
 TEST(DetectCapacity, NeverAboveMemTotal) {
   auto c = detect_capacity();
   auto mi = platform::read_meminfo();

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "history/build_ref.hpp"
+#include "history/pending.hpp"
 #include "history/schema.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -361,6 +362,60 @@ TEST_F(HistoryTest, LockedBeyondTheTimeoutIsAnError) {
   sqlite3_close(other);
   EXPECT_TRUE((*h)->save_build(sample_build()).ok());  // and works once the lock is gone
   EXPECT_EQ((*h)->list_builds(10).size(), 2u);
+}
+
+// Issue 12, item 7: a run whose save hits a held lock puts its record in
+// a side file, and the next run merges it: the build is not lost.
+TEST_F(HistoryTest, ARecordTheLockedDatabaseRefusedIsMergedLater) {
+  {
+    auto h = open();
+    ASSERT_TRUE(h);
+    ASSERT_TRUE(h->save_build(sample_build()).ok());
+  }
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto h = History::open(path_, 50);
+  ASSERT_TRUE(h.ok()) << h.error();
+  BuildRecord locked_out = sample_build();
+  locked_out.command = "make locked-out";
+  locked_out.start_unix += 10;
+  ASSERT_FALSE((*h)->save_build(locked_out).ok());
+  auto side = save_pending(path_, locked_out);
+  ASSERT_TRUE(side.ok()) << side.error();
+  EXPECT_EQ(side->rfind(path_ + ".pending-", 0), 0u) << *side;
+  EXPECT_EQ(merge_pending(**h, path_), 0);  // still locked: kept for later
+  EXPECT_TRUE(fs::exists(*side));
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+
+  EXPECT_EQ(merge_pending(**h, path_), 1);
+  EXPECT_FALSE(fs::exists(*side));
+  auto builds = (*h)->list_builds(10);
+  ASSERT_EQ(builds.size(), 2u);
+  EXPECT_EQ(builds[0].command, "make locked-out");
+  auto merged = (*h)->load_build(builds[0].id);
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->jobs.size(), locked_out.jobs.size());
+  EXPECT_EQ(merge_pending(**h, path_), 0);  // nothing twice
+  for (const auto& e : fs::directory_iterator(fs::path(path_).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".pending-"), std::string::npos) << e.path();
+}
+
+// The side file is created exclusively: a link planted at the name the
+// first attempt would use is skipped, never written through.
+TEST_F(HistoryTest, PendingFileNeverFollowsAPlantedLink) {
+  ASSERT_TRUE(open());
+  std::string victim = dir_ + "/victim";
+  { std::ofstream(victim) << "keep"; }
+  std::string planted = fmt::format("{}.pending-{}-0", path_, ::getpid());
+  ASSERT_EQ(::symlink(victim.c_str(), planted.c_str()), 0);
+  auto side = save_pending(path_, sample_build());
+  ASSERT_TRUE(side.ok()) << side.error();
+  EXPECT_NE(*side, planted);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep");
 }
 
 TEST_F(HistoryTest, UnusablePathIsAnError) {

@@ -142,8 +142,34 @@ TEST(Protocol, BadPayloadsAreErrors) {
       "{\"type\":\"exit\",\"status\":0,\"wall_s\":\"1\",\"cpu_s\":0,\"maxrss_bytes\":0}",
       "{\"type\":\"exit\",\"status\":0,\"wall_s\":1,\"cpu_s\":0,\"maxrss_bytes\":-5}",
       "{\"type\":\"started\",\"pid\":null}",
+      "{\"type\":\"started\",\"pid\":0}",                         // no such process
+      "{\"type\":\"started\",\"pid\":-1}",                        // kill(-1) would be everything
+      "{\"type\":\"exit\",\"status\":0,\"wall_s\":-1,\"cpu_s\":0,\"maxrss_bytes\":0}",
+      "{\"type\":\"exit\",\"status\":0,\"wall_s\":1,\"cpu_s\":1e300,\"maxrss_bytes\":0}",
+      "{\"type\":\"exit\",\"status\":0,\"wall_s\":1,\"cpu_s\":0,\"maxrss_bytes\":9223372036854775807}",
   };
   for (const char* p : bad) EXPECT_FALSE(decode_payload(p).ok()) << p;
+}
+
+// Issue 12, item 7: a cpu_weight of INT_MAX (or a negative one) once
+// reached the predictor, whose peak (per-slot peak x weight) overflowed to
+// -9.2e18 and went into history and the admission arithmetic.
+TEST(Protocol, RequestNumbersOutOfRangeAreProtocolErrors) {
+  const std::string good = encode_payload(sample_request());
+  ASSERT_NE(good.find("\"cpu_weight\":4"), std::string::npos);
+  for (const char* weight : {"0", "-1", "-2147483648", "2147483647", "1025", "1e3", "4.5"}) {
+    std::string p = good;
+    p.replace(p.find("\"cpu_weight\":4"), 14, std::string("\"cpu_weight\":") + weight);
+    EXPECT_FALSE(decode_payload(p).ok()) << weight;
+  }
+  std::string most = good;
+  most.replace(most.find("\"cpu_weight\":4"), 14, "\"cpu_weight\":" + std::to_string(kMaxCpuWeight));
+  auto m = decode_payload(most);
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(std::get<RequestMsg>(m.value()).cpu_weight, kMaxCpuWeight);
+  std::string negative_pid = good;
+  negative_pid.replace(negative_pid.find("\"pid\":1234"), 10, "\"pid\":-1");
+  EXPECT_FALSE(decode_payload(negative_pid).ok());
 }
 
 TEST(Protocol, RequestFieldsAreChecked) {
@@ -185,11 +211,11 @@ TEST(FrameDecoder, ReassemblesFramesSplitIntoSingleBytes) {
 
 TEST(FrameDecoder, PopsSeveralFramesFromOneFeed) {
   std::string stream;
-  for (int i = 0; i < 10; ++i) stream += encode_frame(StartedMsg{i});
+  for (int i = 1; i <= 10; ++i) stream += encode_frame(StartedMsg{i});
   stream += encode_frame(StartedMsg{99}).substr(0, 6);  // and the start of one more
   FrameDecoder d;
   d.feed(stream);
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 1; i <= 10; ++i) {
     auto m = d.pop();
     ASSERT_TRUE(m && m->ok());
     EXPECT_EQ(std::get<StartedMsg>(m->value()).pid, i);

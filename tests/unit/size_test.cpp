@@ -27,6 +27,18 @@ TEST(ParseSize, RejectsGarbage) {
   }
 }
 
+// Issue 12, item 7: strtod read "0x10G" as hex and took "1e3", "inf" and
+// half a byte; a size is decimal digits with at most one point.
+TEST(ParseSize, OnlyDecimalNumbers) {
+  for (const char* bad : {"0x10G", "0X10", "1e3", "1e3G", "inf", "nan", "infG", ".5G", "5.G", "1 G", "0.5", "1.5B"}) {
+    auto r = parse_size(bad, 8 * GiB);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  EXPECT_EQ(*parse_size("0.5G"), GiB / 2);
+  EXPECT_EQ(*parse_size("010M"), 10 * MiB);  // leading zeros are decimal, not octal
+  EXPECT_EQ(*parse_size("12.5%", 8 * GiB), GiB);
+}
+
 TEST(FormatBytes, IsShortAndBinary) {
   EXPECT_EQ(format_bytes(512 * MiB), "512 MiB");
   EXPECT_EQ(format_bytes(5 * GiB / 2), "2.50 GiB");
