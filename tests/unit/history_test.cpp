@@ -278,6 +278,20 @@ TEST_F(HistoryTest, FileFromANewerMemgateIsLeftAlone) {
   EXPECT_TRUE(path_exists(path_));
 }
 
+// Found by fuzz_history: a negative user_version made the migration loop
+// index its list at -2.
+TEST_F(HistoryTest, FileWithANegativeSchemaVersionIsAnErrorNotACrash) {
+  fs::create_directories(fs::path(path_).parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x); PRAGMA user_version = -2;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto h = History::open(path_);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().find("schema version -2"), std::string::npos) << h.error();
+  EXPECT_TRUE(path_exists(path_));
+}
+
 TEST_F(HistoryTest, GarbageFileIsMovedAsideWithAWarning) {
   fs::create_directories(fs::path(path_).parent_path());
   const std::string garbage(5000, '\x5a');
