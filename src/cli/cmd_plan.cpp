@@ -157,8 +157,8 @@ void add_plan_command(CLI::App& app, int* status) {
   cmd->add_option("--history", args->history, "history database (default: MEMGATE_HISTORY or the cache dir)");
   cmd->add_option("--jobs-csv", args->jobs_csv, "plan from a measured job table (see tests/fixtures/flash-attn)");
   cmd->add_option("--profiles", args->profiles, "memory profiles of the --jobs-csv rows (default: next to it)");
-  cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")->check(CLI::PositiveNumber);
-  cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")->check(CLI::PositiveNumber);
+  cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")->check(CLI::Range(1, plan::kMaxNvccTargets));
+  cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")->check(CLI::Range(1, plan::kMaxNvccTargets));
   cmd->add_option("--orders", args->orders, "random job orders sampled for the OOM risk (default 200)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->seed, "seed of those orders");

@@ -47,11 +47,13 @@ std::optional<double> number(const std::string& s) {
 }
 
 // Byte counts and counts as the integers they become. A value outside
-// [lo, hi] is not converted (a double beyond the integer's range is
-// undefined behaviour), so a damaged table cannot overflow them.
+// its range is not converted (a double beyond the integer's range is
+// undefined behaviour), so a damaged table cannot overflow them. 1 PiB
+// is far above any job, and leaves room to multiply a peak by the
+// pipelines of an nvcc job (at most 1024 targets, `memgate plan`).
 std::optional<Bytes> bytes_value(const std::string& s) {
   auto v = number(s);
-  if (!v || *v < 0 || *v > 0x1p62) return std::nullopt;
+  if (!v || *v < 0 || *v > 0x1p50) return std::nullopt;
   return static_cast<Bytes>(*v);
 }
 
@@ -205,7 +207,7 @@ std::vector<ProfilePoint> single_profile(const MeasuredRow& m) {
 }  // namespace
 
 PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape) {
-  int k = std::max(1, shape.targets);
+  int k = std::clamp(shape.targets, 1, kMaxNvccTargets);
   int n = std::min(std::max(1, shape.threads), k);
   PlanJob job;
   job.name = file;
@@ -230,7 +232,7 @@ Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows
   if (bases.empty()) return Error{"the job table has no clean single-target --threads 1 row to build jobs from"};
   Workload w;
   bool flash = std::all_of(bases.begin(), bases.end(), [](const MeasuredRow& b) { return is_flash_attn_kernel(b.file); });
-  int k = std::max(1, shape.targets), n = std::min(std::max(1, shape.threads), k);
+  int k = std::clamp(shape.targets, 1, kMaxNvccTargets), n = std::min(std::max(1, shape.threads), k);
   if (flash) {
     int measured = 0;
     for (const std::string& file : flash_attn_kernel_files()) {
