@@ -85,7 +85,8 @@ BuildRecord sample_build() {
 // A private scratch directory, on tmpfs when there is one (fast, and
 // nothing is left on disk). Every file in it is removed after each run.
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit hook below runs after static destructors.
+  static const std::string& dir = *new std::string([] {
     std::string base = "/dev/shm";
     if (::access(base.c_str(), W_OK) != 0) {
       const char* t = std::getenv("TMPDIR");
@@ -93,8 +94,12 @@ const std::string& scratch_dir() {
     }
     std::string templ = base + "/memgate-fuzz-history-XXXXXX";
     if (!::mkdtemp(templ.data())) fuzz::invariant_failed("mkdtemp");
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
     return templ;
-  }();
+  }());
   return dir;
 }
 
