@@ -6,7 +6,9 @@ memgate_install_deps() {
               # Real torch extension and HIP builds (tests/e2e/run_torch_pip.sh, run_hipcc.sh,
               # bench/run's torch workload): torch with its C++ headers, pip, and hipcc.
               python3-torch libtorch-dev pybind11-dev python3-pip python3-wheel python3-setuptools
-              python3-packaging python3-psutil hipcc rocm-device-libs)
+              python3-packaging python3-psutil hipcc rocm-device-libs
+              # The libFuzzer targets (tests/fuzz, ctest -L fuzz, bench/fuzz): clang with its runtimes.
+              clang-14 libclang-rt-14-dev)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

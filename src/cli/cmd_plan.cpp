@@ -172,10 +172,10 @@ void add_plan_command(CLI::App& app, int* status) {
       ->type_name("DIR");
   cmd->add_option("--nvcc-threads", args->nvcc_threads, "with --jobs-csv: nvcc --threads")
       ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, plan::kMaxNvccTargets));
   cmd->add_option("--gpu-targets", args->gpu_targets, "with --jobs-csv: GPU archs per job")
       ->type_name("N")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, plan::kMaxNvccTargets));
   cmd->add_option("--orders", args->orders, "random job orders sampled for the OOM risk (default 200)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);

@@ -1,5 +1,10 @@
 #include "history/codec.hpp"
 
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 namespace memgate::codec {
@@ -13,6 +18,29 @@ json parse_or_null(const std::string& text) {
   return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
+// A stored number as T, if it is one and T can hold it. nlohmann's get<T>
+// of a float is a plain cast, undefined beyond T's range (a damaged or
+// hand-edited file may hold 1e300 where a count belongs).
+template <class T>
+std::optional<T> number_as(const json& v) {
+  static_assert(std::is_floating_point_v<T> || std::is_signed_v<T>);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) return v.get<T>();
+  } else if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    auto i = v.get<std::int64_t>();
+    if (i >= std::numeric_limits<T>::min() && i <= std::numeric_limits<T>::max()) return static_cast<T>(i);
+  } else if (v.is_number_float()) {
+    // [min, -min): T's range for a signed T, exact in double (max is not:
+    // INT64_MAX as a double is 2^63, which does not fit).
+    const double d = v.get<double>(), lo = static_cast<double>(std::numeric_limits<T>::min());
+    if (d >= lo && d < -lo) return static_cast<T>(d);
+  }
+  return std::nullopt;
+}
+
 template <class T>
 T get_or(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
@@ -20,7 +48,7 @@ T get_or(const json& j, const char* key, T fallback) {
   if constexpr (std::is_same_v<T, std::string>) {
     return it->is_string() ? it->template get<std::string>() : fallback;
   } else {
-    return it->is_number() ? it->template get<T>() : fallback;
+    return number_as<T>(*it).value_or(fallback);
   }
 }
 
@@ -33,7 +61,9 @@ Counters decode_counters(const std::string& text) {
   json j = parse_or_null(text);
   if (!j.is_object()) return out;
   for (const auto& [k, v] : j.items())
-    if (auto c = parse_counter(k); c && v.is_number()) out[*c] = v.get<std::int64_t>();
+    if (auto c = parse_counter(k)) {
+      if (auto n = number_as<std::int64_t>(v)) out[*c] = *n;
+    }
   return out;
 }
 
@@ -48,8 +78,10 @@ std::vector<MemSample> decode_series(const std::string& text) {
   json j = parse_or_null(text);
   if (!j.is_array()) return out;
   for (const auto& p : j) {
-    if (p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number())
-      out.push_back({p[0].get<double>(), p[1].get<Bytes>()});
+    if (!p.is_array() || p.size() != 2) continue;
+    auto t = number_as<double>(p[0]);
+    auto bytes = number_as<Bytes>(p[1]);
+    if (t && bytes) out.push_back({*t, *bytes});
   }
   return out;
 }

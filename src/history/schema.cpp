@@ -65,10 +65,14 @@ CREATE INDEX jobs_identity ON jobs (identity);
 CREATE INDEX jobs_klass ON jobs (klass);
 )sql";
 
+// Negative versions are refused here: memgate never writes one, and the
+// migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
   auto v = db.query_text("PRAGMA user_version");
   if (!v) return Error{v.error()};
-  return v->empty() ? 0 : std::stoi(*v);
+  int n = v->empty() ? 0 : std::stoi(*v);
+  if (n < 0) return Error{fmt::format("schema version {} was not written by memgate", n)};
+  return n;
 }
 
 }  // namespace

@@ -46,13 +46,27 @@ std::optional<double> number(const std::string& s) {
   return v;
 }
 
+// Byte counts and counts as the integers they become. A value outside
+// its range is not converted (a double beyond the integer's range is
+// undefined behaviour), so a damaged table cannot overflow them. 1 PiB
+// is far above any job, and leaves room to multiply a peak by the
+// pipelines of an nvcc job (at most 1024 targets, `memgate plan`).
+std::optional<Bytes> bytes_value(const std::string& s) {
+  auto v = number(s);
+  if (!v || *v < 0 || *v > 0x1p50) return std::nullopt;
+  return static_cast<Bytes>(*v);
+}
+
+std::optional<int> count_value(const std::string& s) {
+  auto v = number(s);
+  if (!v || *v < 1 || *v > 1 << 20) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
 }  // namespace
 
 int count_targets(std::string_view targets) {
-  if (targets.starts_with("all")) {
-    auto n = number(std::string(targets.substr(3)));
-    return n && *n >= 1 ? static_cast<int>(*n) : 1;
-  }
+  if (targets.starts_with("all")) return count_value(std::string(targets.substr(3))).value_or(1);
   return 1 + static_cast<int>(std::count(targets.begin(), targets.end(), '+'));
 }
 
@@ -77,17 +91,18 @@ Result<std::vector<MeasuredRow>> parse_jobs_csv(std::string_view text) {
     auto get = [&](std::optional<size_t> c) { return c && *c < f.size() ? f[*c] : std::string(); };
     MeasuredRow j;
     j.file = get(c_file);
-    auto cpu = number(get(c_cpu)), wall = number(get(c_wall)), peak = number(get(c_peak));
+    auto cpu = number(get(c_cpu)), wall = number(get(c_wall));
+    auto peak = bytes_value(get(c_peak));
     if (j.file.empty() || !cpu || !wall || !peak || *wall <= 0)
       return Error{fmt::format("job table line {}: expected a file, cpu_s, wall_s > 0 and peak_tree_bytes", i + 1)};
     j.cpu_s = *cpu;
     j.wall_s = *wall;
-    j.peak = static_cast<Bytes>(*peak);
+    j.peak = *peak;
     j.targets = c_targets ? get(c_targets) : "sm80";
     j.target_count = count_targets(j.targets);
-    j.nvcc_threads = std::max(1, static_cast<int>(number(get(c_threads)).value_or(1)));
+    j.nvcc_threads = count_value(get(c_threads)).value_or(1);
     j.t_peak_s = number(get(c_tpeak)).value_or(0);
-    j.mean = static_cast<Bytes>(number(get(c_mean)).value_or(0));
+    j.mean = bytes_value(get(c_mean)).value_or(0);
     j.contended = number(get(c_cont)).value_or(0) != 0;
     j.profile = get(c_prof);
     out.push_back(std::move(j));
@@ -101,9 +116,10 @@ std::vector<MemSample> parse_profile_csv(std::string_view text) {
   for (std::string_view line : lines_of(text)) {
     std::vector<std::string> f = fields_of(line);
     if (f.size() < 2) continue;
-    auto t = number(f[0]), b = number(f[1]);
+    auto t = number(f[0]);
+    auto b = bytes_value(f[1]);
     if (!t || !b) continue;  // the header, or a damaged line
-    out.push_back({*t, static_cast<Bytes>(*b)});
+    out.push_back({*t, *b});
   }
   return out;
 }
@@ -191,7 +207,7 @@ std::vector<ProfilePoint> single_profile(const MeasuredRow& m) {
 }  // namespace
 
 PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape) {
-  int k = std::max(1, shape.targets);
+  int k = std::clamp(shape.targets, 1, kMaxNvccTargets);
   int n = std::min(std::max(1, shape.threads), k);
   PlanJob job;
   job.name = file;
@@ -216,7 +232,7 @@ Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows
   if (bases.empty()) return Error{"the job table has no clean single-target --threads 1 row to build jobs from"};
   Workload w;
   bool flash = std::all_of(bases.begin(), bases.end(), [](const MeasuredRow& b) { return is_flash_attn_kernel(b.file); });
-  int k = std::max(1, shape.targets), n = std::min(std::max(1, shape.threads), k);
+  int k = std::clamp(shape.targets, 1, kMaxNvccTargets), n = std::min(std::max(1, shape.threads), k);
   if (flash) {
     int measured = 0;
     for (const std::string& file : flash_attn_kernel_files()) {

@@ -67,6 +67,9 @@ struct NvccShape {
   int threads = 1;  // nvcc --threads
   int targets = 1;  // archs in the -gencode list
 };
+// Targets beyond this are taken as this many (`memgate plan` refuses
+// more), so a job's peak, its single-target peak times its pipelines, fits.
+constexpr int kMaxNvccTargets = 1024;
 
 std::vector<MeasuredRow> base_measurements(const std::vector<MeasuredRow>& rows);
 

@@ -71,7 +71,10 @@ std::optional<CpuQuota> parse_cfs_quota(std::string_view quota_text, std::string
 
 std::optional<int> quota_cores(const CpuQuota& quota) {
   if (!quota.quota_us || quota.period_us <= 0) return std::nullopt;
-  std::int64_t cores = (*quota.quota_us + quota.period_us - 1) / quota.period_us;
+  // Rounded up without adding first: quota + period - 1 overflows for a
+  // quota near 2^63 (cpu.max takes up to that).
+  const std::int64_t q = *quota.quota_us;
+  std::int64_t cores = q / quota.period_us + (q % quota.period_us > 0 ? 1 : 0);
   return static_cast<int>(std::clamp<std::int64_t>(cores, 1, 1 << 20));
 }
 

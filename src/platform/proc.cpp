@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <limits>
 #include <unordered_map>
@@ -82,7 +83,7 @@ std::optional<ProcStatus> parse_proc_status(std::string_view text) {
       if (v) s.uid = *v, uid = true;
     } else if (key == "VmRSS" && w.size() == 2 && w[1] == "kB") {
       auto kb = text::to_int(w[0]);
-      if (kb && *kb >= 0) s.vm_rss = *kb * 1024;
+      if (kb && *kb >= 0 && *kb <= INT64_MAX / 1024) s.vm_rss = *kb * 1024;
     }
   }
   if (!name || !state || !ppid || !uid) return std::nullopt;

@@ -279,6 +279,56 @@ TEST_F(HistoryTest, FileFromANewerMemgateIsLeftAlone) {
   EXPECT_TRUE(path_exists(path_));
 }
 
+// Found by fuzz_history: a negative user_version made the migration loop
+// index its list at -2.
+TEST_F(HistoryTest, FileWithANegativeSchemaVersionIsAnErrorNotACrash) {
+  fs::create_directories(fs::path(path_).parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x); PRAGMA user_version = -2;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto h = History::open(path_);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().find("schema version -2"), std::string::npos) << h.error();
+  EXPECT_TRUE(path_exists(path_));
+}
+
+// Found writing fuzz_history: stored JSON numbers beyond the integer they
+// become (a counter of 1e300, a job index of 1e10) were cast anyway,
+// which is undefined. They are now dropped, or read as the field's default.
+TEST_F(HistoryTest, StoredNumbersOutOfRangeAreDroppedNotCast) {
+  std::int64_t id = 0;
+  {
+    auto h = open();
+    ASSERT_TRUE(h);
+    auto saved = h->save_build(sample_build());
+    ASSERT_TRUE(saved.ok()) << saved.error();
+    id = *saved;
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE builds SET counters = '{\"admitted\":1e300,\"jobs\":-1e300,\"failed\":9223372036854775808,"
+                         "\"frozen\":3.0}', memory = '[[1,1e300],[2,5],[3,1.5e19]]', "
+                         "events = '[{\"t_s\":1,\"kind\":\"freeze\",\"job\":1e10}]';"
+                         "UPDATE jobs SET attempt_log = '[{\"start_s\":0,\"end_s\":1,\"outcome\":\"ok\",\"peak_bytes\":1e300}]';",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto h = open();
+  ASSERT_TRUE(h);
+  auto b = h->load_build(id);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->counters, (Counters{{Counter::frozen, 3}}));
+  ASSERT_EQ(b->memory.size(), 1u);
+  EXPECT_EQ(b->memory[0].bytes, 5);
+  ASSERT_EQ(b->events.size(), 1u);
+  EXPECT_EQ(b->events[0].job, -1);
+  ASSERT_FALSE(b->jobs.empty());
+  ASSERT_EQ(b->jobs[0].attempt_log.size(), 1u);
+  EXPECT_EQ(b->jobs[0].attempt_log[0].peak_bytes, 0);
+}
+
 TEST_F(HistoryTest, GarbageFileIsMovedAsideWithAWarning) {
   fs::create_directories(fs::path(path_).parent_path());
   const std::string garbage(5000, '\x5a');

@@ -130,6 +130,30 @@ TEST(PlanJobsCsv, ATableThatIsNotFlashAttnGivesOneJobPerFile) {
   EXPECT_FALSE(parse_jobs_csv("file,cpu_s,wall_s,peak_tree_bytes\nx,1,oops,3\n").ok());
 }
 
+// Found by fuzz_jobs_csv: a column shifted by a damaged line put a byte
+// count (4.4e9) into nvcc_threads, whose conversion to int overflowed.
+TEST(PlanJobsCsv, NumbersTooLargeForTheirColumnAreRejectedOrIgnoredNotOverflowed) {
+  auto rows = parse_jobs_csv(
+      "file,targets,nvcc_threads,cpu_s,wall_s,peak_tree_bytes,t_peak_s,mean_bytes\n"
+      "a.cu,all1e300,4462133248,10,10,1073741824,2,1e300\n");
+  ASSERT_TRUE(rows.ok()) << rows.error();
+  EXPECT_EQ((*rows)[0].nvcc_threads, 1);
+  EXPECT_EQ((*rows)[0].target_count, 1);
+  EXPECT_EQ((*rows)[0].mean, 0);
+  EXPECT_FALSE(parse_jobs_csv("file,cpu_s,wall_s,peak_tree_bytes\nx,1,1,1e300\n").ok());
+  EXPECT_FALSE(parse_jobs_csv("file,cpu_s,wall_s,peak_tree_bytes\nx,1,1,-5\n").ok());
+  // Above 1 PiB is not a job's peak; times an nvcc job's pipelines it overflowed.
+  EXPECT_FALSE(parse_jobs_csv("file,cpu_s,wall_s,peak_tree_bytes\nx,1,1,4611686018427387904\n").ok());
+  auto big = parse_jobs_csv("file,cpu_s,wall_s,peak_tree_bytes\nx.cu,1,1,1125899906842624\n");
+  ASSERT_TRUE(big.ok()) << big.error();
+  auto w = workload_from_measurements(*big, NvccShape{1 << 30, 1 << 30});
+  ASSERT_TRUE(w.ok()) << w.error();
+  EXPECT_EQ(w->jobs[0].peak, Bytes{1} << 60);  // 1 PiB x kMaxNvccTargets pipelines
+  auto profile = parse_profile_csv("t_seconds,bytes\n0,100\n1,1e300\n2,200\n");
+  ASSERT_EQ(profile.size(), 2u);
+  EXPECT_EQ(profile[1].bytes, 200);
+}
+
 TEST(PlanNinjaLog, KeepsTheLastEntryPerOutputAndGroupsAnEdgesOutputs) {
   auto edges = parse_ninja_log(
       "# ninja log v5\n"

@@ -54,6 +54,16 @@ TEST(UsableCores, MinOfAffinityAndQuota) {
   EXPECT_EQ(quota_cores(CpuQuota{1, 100000}), 1);  // a sliver of a core is still one
 }
 
+// Found by fuzz_cgroup: rounding up by adding period - 1 overflowed.
+TEST(UsableCores, AHugeQuotaIsManyCoresNotAnOverflow) {
+  auto q = parse_cpu_max("9223372036854775807 100000\n");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(quota_cores(*q), 1 << 20);
+  auto v1 = parse_cfs_quota("9223372036854775807\n", "100000\n");
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(quota_cores(*v1), 1 << 20);
+}
+
 TEST(CgroupQuota, WalksUpTheTree) {
   EXPECT_EQ(cgroup_quota_cores(layout_of("cgroup2/host")), 2);  // job 1.5, ci.scope 3
   EXPECT_EQ(cgroup_quota_cores(layout_of("cgroup2/container")), 2);

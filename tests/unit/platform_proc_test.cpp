@@ -84,6 +84,18 @@ TEST(ProcStatus, MalformedAndTruncatedAreUnknown) {
   EXPECT_FALSE(parse_proc_status(""));
 }
 
+// A VmRSS beyond what fits in bytes is unknown, not an overflow (the
+// same bound as /proc/meminfo's kB values).
+TEST(ProcStatus, AnRssTooLargeForBytesIsUnknown) {
+  const std::string head = "Name:\tcc1plus\nState:\tR (running)\nPPid:\t1\nUid:\t0\t0\t0\t0\n";
+  auto s = parse_proc_status(head + "VmRSS:\t9223372036854775807 kB\n");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->vm_rss);
+  s = parse_proc_status(head + "VmRSS:\t2048 kB\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->vm_rss, 2 * 1024 * 1024);
+}
+
 TEST(Cmdline, SplitsOnNul) {
   auto argv = parse_cmdline(fixture("proc/cmdline"));
   ASSERT_EQ(argv.size(), 2u);
