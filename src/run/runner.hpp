@@ -17,6 +17,10 @@ struct RunOptions {
   std::string trace_json;              // --trace FILE.json
   bool no_confine = false;
   bool quiet = false;
+  // Distributed compilation (issue 15).
+  std::string offload;              // --offload ENGINE: send jobs waiting for memory there
+  std::optional<int> offload_jobs;  // --offload-jobs N (default: the engine's remote slots)
+  double decline_after_s = 0;       // --decline-after S: a build server declines jobs that waited this long
 };
 
 // Runs the build to completion and returns `run`'s exit status, which

@@ -279,3 +279,29 @@ TEST(BlockingIo, OversizedHeaderIsRejectedBeforeReadingThePayload) {
   close(sv[0]);
   close(sv[1]);
 }
+
+// Issue 15: the engine a request goes through, and the runner's offload
+// and decline.
+TEST(Protocol, EngineOffloadAndDeclineRoundTrip) {
+  RequestMsg r = sample_request();
+  r.engine = "distcc";
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(r)).engine, "distcc");
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(sample_request())).engine, "");
+
+  GrantMsg g{3, 1, {}};
+  g.offload = "distcc";
+  auto got = std::get<GrantMsg>(round_trip(g));
+  EXPECT_EQ(got.offload, "distcc");
+  EXPECT_FALSE(got.decline);
+  GrantMsg no{4, 1, {}};
+  no.decline = true;
+  EXPECT_TRUE(std::get<GrantMsg>(round_trip(no)).decline);
+}
+
+TEST(Protocol, AnOffloadEngineThatIsAPathIsRefused) {
+  for (const char* bad : {"/tmp/evil", "../bin/distcc", "", ".."}) {
+    auto m = decode_payload(std::string(R"({"type":"grant","job":1,"attempt":1,"cgroups":[],"offload":")") + bad +
+                            "\"}");
+    EXPECT_FALSE(m.ok()) << bad;
+  }
+}
