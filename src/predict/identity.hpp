@@ -86,5 +86,4 @@ std::string normalize_tool_name(std::string_view program);
 // The family of a klass: the part before the arch list.
 std::string klass_family(std::string_view klass);
 
-
 }  // namespace memgate
