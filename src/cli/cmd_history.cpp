@@ -73,7 +73,9 @@ json job_json(const JobRecord& j) {
           {"t_peak_s", j.t_peak_s},
           {"peak_over_frac", j.peak_over_frac},
           {"attempts", j.attempts},
-          {"exit_status", j.exit_status}};
+          {"exit_status", j.exit_status},
+          {"where", name(j.where)},
+          {"engine", j.engine}};
 }
 
 void print_builds(const std::vector<BuildSummary>& builds) {

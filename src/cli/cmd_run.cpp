@@ -51,6 +51,18 @@ void add_run_command(CLI::App& app, int* status) {
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE")->type_name("FILE.html");
   cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE")
       ->type_name("FILE.json");
+  cmd->add_option("--offload", opt->offload, "send compiles waiting for local memory to this distributed engine instead")
+      ->type_name("ENGINE")
+      ->check(CLI::IsMember({"distcc", "icecc", "sccache"}));
+  cmd->add_option("--offload-jobs", opt->offload_jobs,
+                  "at most N offloaded jobs at once (default: distcc's remote slots in DISTCC_HOSTS, else 4 per CPU slot)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--decline-after", opt->decline_after_s,
+                  "on a build server (memgate run -- distccd ...): decline a job that waited S seconds for memory, "
+                  "so its client compiles it elsewhere")
+      ->type_name("S")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_flag("--no-confine", opt->no_confine, "do not run the build in a memory-limited cgroup");
   cmd->add_flag("-q,--quiet", opt->quiet, "no status line or summary (warnings and errors still show)");
   cmd->add_flag("-v,--verbose", opt->verbose, "the full summary: waits, counters and the heaviest jobs");

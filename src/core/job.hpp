@@ -34,6 +34,15 @@ enum class Outcome {
   lost,      // the wrapper vanished
 };
 
+// Where a job's compile ran (issue 15). Its record is always the local
+// side: what this machine spent on it (for a remote job, the launcher and
+// the local preprocessing).
+enum class Placement {
+  local,      // here
+  remote,     // handed to a distributed engine by the build's own launcher (CC="distcc gcc")
+  offloaded,  // sent to the engine by memgate (--offload): it would have waited for local memory
+};
+
 // A decision memgate took, or something it saw, for the log, summary,
 // report and trace.
 enum class EventKind {
@@ -47,6 +56,8 @@ enum class EventKind {
   alone,      // a job bigger than the budget runs with nothing else
   overshoot,  // a job used more than predicted (routine: counted, not logged)
   pressure,   // memory stalls (PSI) made the build stop admitting
+  offload,    // a job waiting for local memory was sent to a distributed engine
+  decline,    // a build server declined a job that waited too long
 };
 
 // Every decision leaves a counter (STYLE: ccache's statistics). Stored in
@@ -81,6 +92,9 @@ enum class Counter {
   ungated,            // compiler processes found in the build outside every job
   ungated_peak_bytes, // the most memory they held at once
   other_cpu_ms,       // CPU time the machine spent outside the build while it ran (a loaded machine)
+  remote,             // jobs the build's launcher handed to a distributed engine
+  offloaded,          // jobs memgate sent to the engine instead of letting them wait for memory
+  declined,           // jobs refused after waiting too long (--decline-after, on a build server)
 };
 
 // Counters present in a record: a missing one was not recorded (an older
@@ -91,6 +105,8 @@ std::string_view name(PredictionSource s);
 std::string_view name(Outcome o);
 std::string_view name(EventKind k);
 std::string_view name(Counter c);
+std::string_view name(Placement p);
+std::optional<Placement> parse_placement(std::string_view s);
 std::optional<PredictionSource> parse_prediction_source(std::string_view s);
 std::optional<Outcome> parse_outcome(std::string_view s);
 std::optional<EventKind> parse_event_kind(std::string_view s);
@@ -169,6 +185,8 @@ struct JobRecord {
   int attempts = 1;
   std::vector<Attempt> attempt_log;
   std::vector<MemSample> profile;  // last attempt, downsampled (<= 64 points), t relative to attempt start
+  Placement where = Placement::local;
+  std::string engine;        // the distributed engine of a remote or offloaded job ("distcc"), else ""
   double wall_s() const { return end_s - start_s; }
 };
 

@@ -42,7 +42,7 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 5> kOutcomes{{
     {Outcome::lost, "lost"},
 }};
 
-constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
+constexpr std::array<std::pair<EventKind, std::string_view>, 12> kEvents{{
     {EventKind::freeze, "freeze"},
     {EventKind::thaw, "thaw"},
     {EventKind::kill, "kill"},
@@ -53,9 +53,17 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 10> kEvents{{
     {EventKind::alone, "alone"},
     {EventKind::overshoot, "overshoot"},
     {EventKind::pressure, "pressure"},
+    {EventKind::offload, "offload"},
+    {EventKind::decline, "decline"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 28> kCounters{{
+constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
+    {Placement::local, "local"},
+    {Placement::remote, "remote"},
+    {Placement::offloaded, "offloaded"},
+}};
+
+constexpr std::array<std::pair<Counter, std::string_view>, 31> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -84,6 +92,9 @@ constexpr std::array<std::pair<Counter, std::string_view>, 28> kCounters{{
     {Counter::ungated, "ungated"},
     {Counter::ungated_peak_bytes, "ungated_peak_bytes"},
     {Counter::other_cpu_ms, "other_cpu_ms"},
+    {Counter::remote, "remote"},
+    {Counter::offloaded, "offloaded"},
+    {Counter::declined, "declined"},
 }};
 
 }  // namespace
@@ -105,6 +116,8 @@ std::string_view name(PredictionSource s) { return lookup(kSources, s); }
 std::string_view name(Outcome o) { return lookup(kOutcomes, o); }
 std::string_view name(EventKind k) { return lookup(kEvents, k); }
 std::string_view name(Counter c) { return lookup(kCounters, c); }
+std::string_view name(Placement p) { return lookup(kPlacements, p); }
+std::optional<Placement> parse_placement(std::string_view s) { return reverse(kPlacements, s); }
 std::optional<PredictionSource> parse_prediction_source(std::string_view s) { return reverse(kSources, s); }
 std::optional<Outcome> parse_outcome(std::string_view s) { return reverse(kOutcomes, s); }
 std::optional<EventKind> parse_event_kind(std::string_view s) { return reverse(kEvents, s); }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/engine.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
@@ -23,7 +24,11 @@ constexpr double kAfterPeakMargin = 1.1;
 
 }  // namespace
 
-int GovJob::weight(int slots) const { return std::clamp(key.cpu_weight, 1, std::max(1, slots)); }
+// An offloaded job computes elsewhere: it holds memory here, no CPU slot.
+int GovJob::weight(int slots) const {
+  if (placement == Placement::offloaded) return 0;
+  return std::clamp(key.cpu_weight, 1, std::max(1, slots));
+}
 
 Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
     : cfg_(config), predict_(std::move(predict)), learn_(std::move(learn)) {
@@ -37,13 +42,22 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
                     Counter::frozen_ms})
     counters_[c] = 0;
+  if (!cfg_.offload_engine.empty()) counters_[Counter::offloaded] = 0;
+  if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
 }
 
-JobId Governor::submit(const JobKey& key, double now) {
+JobId Governor::submit(const JobKey& key, double now, const std::string& engine) {
   GovJob j;
   j.id = next_id_++;
+  j.local_key = key;
   j.key = key;
-  j.pred = predict_(key);
+  if (!engine.empty()) {
+    j.key = remote_key(key, engine);
+    j.placement = Placement::remote;
+    j.engine = engine;
+    count(Counter::remote);
+  }
+  j.pred = predict_(j.key);
   j.first_pred = j.pred;
   j.submit_t = now;
   j.queued_t = now;
@@ -157,6 +171,7 @@ Decisions Governor::step(const MemoryView& view, double now) {
   Decisions out;
   relieve_pressure(view, now, out);
   admit_jobs(view, now, out);
+  decline_jobs(now, out);
   return out;
 }
 
@@ -215,6 +230,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     }
     if (starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
   }
+  if (!pressure) offload_jobs(queue, left, now, out);
 
   bool idle = unfrozen_running() == 0 && by_state(JobState::frozen).empty() && by_state(JobState::killing).empty();
   if (idle && out.admit.empty()) {
@@ -233,6 +249,55 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     any_memory_blocked_ |= j->blocked_by_memory;
     any_cpu_blocked_ |= j->blocked_by_cpu;
   }
+}
+
+// Jobs still waiting for memory go to the engine while it has slots, each
+// with the reservation of the engine's local side (learned as the engine's
+// key, see remote_key). An offloaded job stays the engine's if it is ever
+// rerun.
+void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out) {
+  if (cfg_.offload_engine.empty() || cfg_.offload_slots <= 0) return;
+  int busy = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.placement == Placement::offloaded && j.state != JobState::waiting) ++busy;
+  for (GovJob* j : queue) {
+    if (busy >= cfg_.offload_slots) return;
+    if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
+        !distributable(j->key))
+      continue;
+    JobKey key = remote_key(j->local_key, cfg_.offload_engine);
+    Prediction pred = predict_(key);
+    if (pred.peak > left) continue;
+    event(now, EventKind::offload, j->id,
+          fmt::format("{} needs {}, more than is free here; sent to {}", j->key.stem,
+                      format_bytes(std::max(j->pred.peak, j->peak_floor)), cfg_.offload_engine));
+    j->key = key;
+    j->pred = pred;
+    j->peak_floor = 0;  // what it needed here is not what its client needs
+    j->placement = Placement::offloaded;
+    j->engine = cfg_.offload_engine;
+    count(Counter::offloaded);
+    start(*j, now, out);
+    left -= pred.peak;
+    ++busy;
+  }
+}
+
+// A build server's jobs must not wait past the client's timeout: those
+// that waited too long are declined, and their clients compile elsewhere.
+void Governor::decline_jobs(double now, Decisions& out) {
+  if (cfg_.decline_after_s <= 0) return;
+  std::vector<JobId> gone;
+  for (auto& [id, j] : jobs_) {
+    if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
+    j.state = JobState::done;
+    j.wait_s += now - j.queued_t;
+    count(Counter::declined);
+    event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queued_t));
+    out.decline.push_back(id);
+    gone.push_back(id);
+  }
+  for (JobId id : gone) retire(id);
 }
 
 namespace {

@@ -61,6 +61,17 @@ struct GovernorConfig {
   // Machine-wide stalls count once build + outside use this much of
   // capacity - reserve.
   double psi_machine_full_frac = 0.88;
+  // Offload (issue 15, --offload): a compile an engine can take that waits
+  // for local memory is sent to `offload_engine` instead, at most
+  // `offload_slots` at once ("" or 0: never). Its local side (the engine's
+  // client and the preprocessor) still needs a reservation here, but no
+  // CPU slot: it runs on the engine's machines.
+  std::string offload_engine;
+  int offload_slots = 0;
+  // A build server's rule (--decline-after): a job that has waited this
+  // long is declined rather than kept waiting past its client's timeout;
+  // the client then compiles it elsewhere. 0: never.
+  double decline_after_s = 0;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -110,6 +121,9 @@ struct GovJob {
   double frozen_s = 0;
   double frozen_since = -1;
   std::vector<Attempt> attempt_log;
+  Placement placement = Placement::local;
+  std::string engine;        // of a remote or offloaded job
+  JobKey local_key;          // the key it came with (an offloaded job's key is the engine's)
 
   int weight(int slots) const;
 };
@@ -126,7 +140,10 @@ struct Decisions {
   std::vector<JobId> freeze;
   std::vector<JobId> thaw;
   std::vector<JobId> kill;
-  bool empty() const { return admit.empty() && freeze.empty() && thaw.empty() && kill.empty(); }
+  std::vector<JobId> decline;  // done without running (decline_after_s)
+  bool empty() const {
+    return admit.empty() && freeze.empty() && thaw.empty() && kill.empty() && decline.empty();
+  }
 };
 
 struct GovernorCounts {
@@ -142,8 +159,10 @@ class Governor {
   // waits; `learn` (optional) is told about every attempt that ends.
   Governor(GovernorConfig config, PredictFn predict, LearnFn learn = nullptr);
 
-  // A wrapper asks to run a job. It waits until step() admits it.
-  JobId submit(const JobKey& key, double now);
+  // A wrapper asks to run a job. It waits until step() admits it. A job
+  // the build's own launcher sends to a distributed engine names it
+  // (`engine`, "distcc"): it is learned and predicted as the engine's.
+  JobId submit(const JobKey& key, double now, const std::string& engine = "");
 
   // The periodic decision: admissions and pressure actions. Call it every
   // tick and after anything changed (a submit, an exit).
@@ -181,6 +200,8 @@ class Governor {
  private:
   void account_time(double now);
   void admit_jobs(const MemoryView& view, double now, Decisions& out);
+  void offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out);
+  void decline_jobs(double now, Decisions& out);
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);
   bool try_thaw(const MemoryView& view, double now, Decisions& out);
   void start(GovJob& j, double now, Decisions& out);

@@ -65,6 +65,14 @@ CREATE INDEX jobs_identity ON jobs (identity);
 CREATE INDEX jobs_klass ON jobs (klass);
 )sql";
 
+// v2: where each job ran (issue 15): "local", "remote" (the build's own
+// launcher sent it to a distributed engine), "offloaded" (memgate did),
+// and the engine. Rows of older builds read as local.
+constexpr std::string_view kV2 = R"sql(
+ALTER TABLE jobs ADD COLUMN placement TEXT NOT NULL DEFAULT 'local';
+ALTER TABLE jobs ADD COLUMN engine    TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Negative versions are refused here: memgate never writes one, and the
 // migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
@@ -78,7 +86,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1};
+  static const std::vector<std::string_view> list = {kV1, kV2};
   return list;
 }
 

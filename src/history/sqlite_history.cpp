@@ -16,15 +16,15 @@ constexpr std::string_view kInsertJob =
     "INSERT INTO jobs (build_id, seq, identity, tool, klass, stem, cpu_weight, argv_digest, cwd, submit_s, start_s, "
     "end_s, wait_s, frozen_s, cpu_s, peak_bytes, predicted_peak_bytes, predicted_wall_s, predicted_cpu_s, "
     "predicted_peak_over_frac, predicted_after_peak_bytes, predicted_confidence, predicted_source, t_peak_s, "
-    "peak_over_frac, after_peak_bytes, exit_status, attempts, attempt_log, profile) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "peak_over_frac, after_peak_bytes, exit_status, attempts, attempt_log, profile, placement, engine) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 // The columns read_job() expects, in order; PROFILE is the last one.
 #define MEMGATE_JOB_COLUMNS(PROFILE)                                                                              \
   "identity, tool, klass, stem, cpu_weight, argv_digest, cwd, submit_s, start_s, end_s, wait_s, frozen_s, cpu_s, " \
   "peak_bytes, predicted_peak_bytes, predicted_wall_s, predicted_cpu_s, predicted_peak_over_frac, "               \
   "predicted_after_peak_bytes, predicted_confidence, predicted_source, t_peak_s, peak_over_frac, "                \
-  "after_peak_bytes, exit_status, attempts, attempt_log, " PROFILE
+  "after_peak_bytes, exit_status, attempts, attempt_log, placement, engine, " PROFILE
 
 constexpr std::string_view kSelectBuildJobs =
     "SELECT " MEMGATE_JOB_COLUMNS("profile") " FROM jobs WHERE build_id = ? ORDER BY seq";
@@ -51,6 +51,7 @@ void bind_job(sql::Stmt& st, std::int64_t build_id, int seq, const JobRecord& j)
   st.bind(22, p.confidence).bind(23, name(p.source));
   st.bind(24, j.t_peak_s).bind(25, j.peak_over_frac).bind(26, j.after_peak_bytes).bind(27, j.exit_status);
   st.bind(28, j.attempts).bind(29, codec::encode_attempts(j.attempt_log)).bind(30, codec::encode_series(j.profile));
+  st.bind(31, name(j.where)).bind(32, j.engine);
 }
 
 JobRecord read_job(const sql::Stmt& st) {
@@ -82,7 +83,9 @@ JobRecord read_job(const sql::Stmt& st) {
   j.exit_status = static_cast<int>(st.int64(24));
   j.attempts = static_cast<int>(st.int64(25));
   j.attempt_log = codec::decode_attempts(st.text(26));
-  j.profile = codec::decode_series(st.text(27));
+  j.where = parse_placement(st.text(27)).value_or(Placement::local);
+  j.engine = st.text(28);
+  j.profile = codec::decode_series(st.text(29));
   return j;
 }
 

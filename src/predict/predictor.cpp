@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/engine.hpp"
 #include "predict/identity.hpp"
 
 namespace memgate {
@@ -132,6 +133,7 @@ Prediction default_prediction(const JobKey& key) {
   Bytes per_weight = default_peak_per_weight(key.tool);
   if (key.klass.find(":link") != std::string::npos) per_weight = std::max(per_weight, 1 * GiB);
   p.peak = per_weight * std::max(1, key.cpu_weight);
+  if (is_remote_klass(key.klass)) p.peak = kRemoteDefaultPeak;  // only the engine's local side runs here
   p.peak_over_frac = 1.0;
   p.confidence = 0;
   p.source = PredictionSource::fallback;

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <numeric>
 
@@ -111,6 +112,28 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
 
 namespace {
 
+// Where the jobs ran, when any ran elsewhere (issue 15): "12 jobs ran
+// through distcc (local side at most 38 MiB), 5 offloaded to distcc".
+std::string placement_line(const BuildRecord& b) {
+  std::map<std::pair<Placement, std::string>, std::pair<int, Bytes>> by;
+  for (const auto& j : b.jobs) {
+    if (j.where == Placement::local) continue;
+    auto& [n, peak] = by[{j.where, j.engine}];
+    ++n;
+    peak = std::max(peak, j.peak_bytes);
+  }
+  std::string out;
+  for (const auto& [k, v] : by) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {} {} (local side at most {})", plural(v.first, "job", "jobs"),
+                       k.first == Placement::remote ? "ran through" : "offloaded to", printable(k.second),
+                       format_bytes(v.second));
+  }
+  if (const std::int64_t n = counter(b, Counter::declined); n > 0)
+    out += fmt::format("{}{} declined after waiting too long", out.empty() ? "" : ", ", plural(n, "job", "jobs"));
+  return out;
+}
+
 // True when memgate did more than admit jobs: then the summary says what.
 bool memgate_acted(const BuildFacts& f) {
   return f.freezes + f.requeues + f.retries + f.oom_kills + f.ran_alone > 0;
@@ -152,6 +175,7 @@ std::string summary_body(const BuildRecord& b, bool verbose) {
                                 status, peak));
     lines.push_back(f.verdict);
   }
+  if (auto where = placement_line(b); !where.empty()) lines.push_back(where);
   if (verbose || memgate_acted(f)) {
     if (verbose || f.wait_memory_s > 0 || f.frozen_s > 0)
       lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",

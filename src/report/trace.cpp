@@ -48,6 +48,7 @@ json slice(const BuildRecord& b, const TimelineBar& bar) {
     args["frozen_s"] = std::round(j.frozen_s * 100) / 100;
     args["exit_status"] = j.exit_status;
   }
+  if (j.where != Placement::local) args["where"] = fmt::format("{} ({})", name(j.where), j.engine);
   const std::int64_t ts = micros(bar.start_s);
   return {{"ph", "X"},          {"name", short_name(j)},
           {"cat", j.key.tool},  {"pid", kPid},

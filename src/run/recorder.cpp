@@ -71,6 +71,8 @@ JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double 
   r.exit_status = a.exit_status;
   r.attempts = g.attempts;
   r.attempt_log = g.attempt_log;
+  r.where = g.placement;
+  r.engine = g.engine;
   double wall = now - a.attempt_start;
   std::vector<MemSample> profile = a.profile;
   profile.push_back(MemSample{wall, 0});

@@ -13,10 +13,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/core.h>
 
+#include "core/engine.hpp"
 #include "platform/cpu.hpp"
 #include "history/pending.hpp"
 #include "platform/proc.hpp"
@@ -120,6 +122,19 @@ void Runner::open_history() {
   }
 }
 
+// How many jobs --offload may have out at once: --offload-jobs, else what
+// the engine's own configuration allows (distcc: DISTCC_HOSTS), else four
+// per local slot.
+int Runner::offload_slots() const {
+  if (opt_.offload.empty()) return 0;
+  if (opt_.offload_jobs) return *opt_.offload_jobs;
+  if (opt_.offload == "distcc") {
+    const char* hosts = std::getenv("DISTCC_HOSTS");
+    if (int n = hosts ? distcc_remote_slots(hosts) : 0; n > 0) return n;
+  }
+  return 4 * slots_;
+}
+
 bool Runner::start_server() {
   auto dir = make_private_dir();
   if (!dir) {
@@ -140,6 +155,9 @@ bool Runner::start_server() {
   gc.budget = budget_.budget;
   gc.hard_limit = budget_.capacity - budget_.reserve;
   gc.slots = slots_;
+  gc.offload_engine = opt_.offload;
+  gc.offload_slots = offload_slots();
+  gc.decline_after_s = opt_.decline_after_s;
   gov_ = std::make_unique<Governor>(
       gc, [this](const JobKey& k) { return predictor_.predict(k); },
       [this](const JobRecord& r) { predictor_.observe(r); });

@@ -49,6 +49,7 @@ class Runner {
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
   void open_history();
+  int offload_slots() const;
   bool start_server();
   bool start_build();
   void main_loop();
@@ -74,6 +75,7 @@ class Runner {
   void scan_ungated(double t);
   void apply(const Decisions& d);
   void grant(ConnectedJob& job);
+  void decline(ConnectedJob& job);
   void log_new_events();
   StatusSnapshot snapshot() const;
   ConnectedJob* by_job(JobId id);

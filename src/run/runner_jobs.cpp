@@ -56,7 +56,7 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   ConnectedJob job;
   job.conn = conn;
   job.req = m;
-  job.id = gov_->submit(key, now());
+  job.id = gov_->submit(key, now(), m.engine);
   job.exec = std::make_unique<JobExec>(cgroups_->job_parent(), cgroups_->build_leaf(), job.id);
   conn_of_[job.id] = conn;
   live_.emplace(conn, std::move(job));
@@ -132,10 +132,21 @@ void Runner::grant(ConnectedJob& job) {
   g.job = job.id;
   g.attempt = gov_->job(job.id).attempts;
   g.cgroups = job.exec->prepare_attempt();
+  if (const GovJob& gj = gov_->job(job.id); gj.placement == Placement::offloaded) g.offload = gj.engine;
   job.attempt_start = now();
   job.profile.clear();
   job.profile.push_back(MemSample{0, 0});
   if (!server_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
+}
+
+// Declined (a build server's --decline-after): the wrapper exits at once
+// with a failed compile's status, and the client compiles elsewhere.
+void Runner::decline(ConnectedJob& job) {
+  GrantMsg g;
+  g.job = job.id;
+  g.decline = true;
+  job.done = true;
+  if (!server_->send(job.conn, g)) log::debug("job {}: decline not delivered", job.id);
 }
 
 void Runner::apply(const Decisions& d) {
@@ -150,6 +161,8 @@ void Runner::apply(const Decisions& d) {
     if (ConnectedJob* j = by_job(id)) j->exec->freeze(false);
   for (JobId id : d.admit)
     if (ConnectedJob* j = by_job(id)) grant(*j);
+  for (JobId id : d.decline)
+    if (ConnectedJob* j = by_job(id)) decline(*j);
 }
 
 void Runner::sample_jobs() {

@@ -23,12 +23,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/engine.hpp"
 #include "platform/cgroup_files.hpp"
 #include "platform/proc.hpp"
 #include "predict/identity.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
+#include "wrap/find_program.hpp"
 #include "wrap/protocol.hpp"
 
 namespace memgate {
@@ -73,6 +75,20 @@ int connect_to(const std::string& path) {
   return fd;
 }
 
+// The engine a launch goes through: argv[0] names one (CC="distcc gcc")
+// or the file resolves to one (distcc's masquerade directory,
+// /usr/lib/distcc/gcc -> ../../bin/distcc), and the command is a compile
+// an engine can take. "" for anything else.
+std::string engine_of_launch(const Launch& launch, const JobKey& key) {
+  if (launch.argv.empty() || !distributable(key)) return "";
+  if (is_remote_engine(launch.argv[0])) return std::string(base_name(launch.argv[0]));
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(launch.exe.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  return is_remote_engine(buf) ? std::string(base_name(buf)) : "";
+}
+
 RequestMsg make_request(const Launch& launch) {
   RequestMsg req;
   req.argv = launch.argv;
@@ -92,6 +108,7 @@ RequestMsg make_request(const Launch& launch) {
   req.klass = info.key.klass;
   req.stem = info.key.stem;
   req.cpu_weight = info.key.cpu_weight;
+  req.engine = engine_of_launch(launch, info.key);
   req.pid = static_cast<int>(::getpid());
   return req;
 }
@@ -338,6 +355,26 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+// The status of a job a build server declined: what a failed compile
+// exits with, so the distcc client compiles the file itself.
+constexpr int kDeclinedStatus = 1;
+
+// The launch through a distributed engine (`distcc PROGRAM ARGS`), when
+// the runner offloads the job; the launch itself when the engine is not
+// in PATH (it then runs here, and pressure control has the last word).
+Launch through_engine(const Launch& launch, const std::string& engine) {
+  auto found = find_program(engine, launch.path_env, self_exe_id());
+  if (!found) {
+    log::warn("'{}' is not in PATH; running '{}' here instead of offloading it", engine,
+              launch.argv.empty() ? launch.exe : launch.argv[0]);
+    return launch;
+  }
+  Launch out = launch;
+  out.exe = *found;
+  out.argv.insert(out.argv.begin(), *found);
+  return out;
+}
+
 int fail_open(const Launch& launch, const std::string& socket_path, int fd) {
   if (fd >= 0) ::close(fd);
   warn_ungated_once(socket_path);
@@ -380,11 +417,17 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
       return fail_open(launch, socket_path, fd);
     }
     GrantMsg grant = std::get<GrantMsg>(*msg);
+    if (grant.decline) {
+      log::error("'{}' declined: this build server has no memory for it now; compile it elsewhere",
+                 printable(launch.argv.empty() ? launch.exe : launch.argv[0]));
+      ::close(fd);
+      return kDeclinedStatus;
+    }
     if (!grant.cgroups.empty() && !mounts)
       mounts = platform::parse_cgroup_mounts(read_file("/proc/self/mountinfo").value_or("")).value_or(
           std::vector<platform::CgroupMount>{});
     accept_grant(grant, mounts ? *mounts : std::vector<platform::CgroupMount>{});
-    AttemptResult r = run_attempt(launch, grant, fd);
+    AttemptResult r = run_attempt(grant.offload.empty() ? launch : through_engine(launch, grant.offload), grant, fd);
     if (!r.rerun) {
       ::close(fd);
       exit_like(r.status);

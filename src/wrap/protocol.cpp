@@ -53,8 +53,11 @@ json to_json(const Message& m) {
          {"tool", r->tool}, {"identity", r->identity}, {"klass", r->klass}, {"stem", r->stem},
          {"cpu_weight", r->cpu_weight}, {"pid", r->pid}};
     if (r->argv_truncated) j["argv_truncated"] = true;
+    if (!r->engine.empty()) j["engine"] = r->engine;
   } else if (auto* g = std::get_if<GrantMsg>(&m)) {
     j = {{"type", "grant"}, {"job", g->job}, {"attempt", g->attempt}, {"cgroups", g->cgroups}};
+    if (!g->offload.empty()) j["offload"] = g->offload;
+    if (g->decline) j["decline"] = true;
   } else if (auto* s = std::get_if<StartedMsg>(&m)) {
     j = {{"type", "started"}, {"pid", s->pid}};
   } else if (auto* e = std::get_if<ExitMsg>(&m)) {
@@ -144,12 +147,21 @@ struct Reader {
   }
 };
 
+// An engine is a bare program name the wrapper looks up in PATH: never a
+// path, never empty, short.
+bool valid_engine(const std::string& engine, Reader& r) {
+  bool ok = !engine.empty() && engine.size() <= 32 && engine.find('/') == std::string::npos &&
+            engine != "." && engine != "..";
+  return ok || r.bad("engine", "a program name");
+}
+
 Result<Message> decode_request(Reader& r) {
   RequestMsg m;
   bool ok = r.get("v", m.v) && r.get("argv", m.argv) && r.get("cwd", m.cwd) && r.get("tool", m.tool) &&
             r.get("identity", m.identity) && r.get("klass", m.klass) && r.get("stem", m.stem) &&
             r.get("cpu_weight", m.cpu_weight, 1, kMaxCpuWeight) && r.get("pid", m.pid, 1, INT_MAX);
   if (ok && r.j.contains("argv_truncated")) ok = r.get("argv_truncated", m.argv_truncated);
+  if (ok && r.j.contains("engine")) ok = r.get("engine", m.engine) && valid_engine(m.engine, r);
   if (!ok) return Error{r.error};
   if (m.v != kProtocolVersion)
     return Error{fmt::format("unsupported protocol version {} (this memgate speaks {})", m.v, kProtocolVersion)};
@@ -164,7 +176,10 @@ Result<Message> decode_object(const json& j) {
   if (t == "request") return decode_request(r);
   if (t == "grant") {
     GrantMsg m;
-    if (r.get("job", m.job) && r.get("attempt", m.attempt) && r.get("cgroups", m.cgroups)) return Message{m};
+    bool ok = r.get("job", m.job) && r.get("attempt", m.attempt) && r.get("cgroups", m.cgroups);
+    if (ok && r.j.contains("offload")) ok = r.get("offload", m.offload) && valid_engine(m.offload, r);
+    if (ok && r.j.contains("decline")) ok = r.get("decline", m.decline);
+    if (ok) return Message{m};
   } else if (t == "started") {
     StartedMsg m;
     if (r.get("pid", m.pid, 1, INT_MAX)) return Message{m};

@@ -46,12 +46,23 @@ struct RequestMsg {
   std::string tool, identity, klass, stem;  // from analyze_command()
   int cpu_weight = 1;  // 1..kMaxCpuWeight on the wire
   int pid = 0;  // the wrapper's pid
+  // The distributed engine the build's own launcher hands this compile to
+  // ("distcc", "icecc"; see engine_of_launch), empty for a local job.
+  // Optional on the wire.
+  std::string engine;
 };
 
 struct GrantMsg {
   int job = 0;
   int attempt = 0;
   std::vector<std::string> cgroups;  // dirs the child joins (cgroup.procs) before exec
+  // Run the program through this engine ("distcc": `distcc PROGRAM ARGS`)
+  // instead of here: memgate offloads a job that would wait for local
+  // memory (--offload). Optional on the wire; a bare program name.
+  std::string offload;
+  // Do not run it at all: exit non-zero at once (--decline-after on a build
+  // server: the distcc client then compiles the file itself).
+  bool decline = false;
 };
 
 struct StartedMsg {

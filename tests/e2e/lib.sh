@@ -55,31 +55,32 @@ fake_compilers() {
 
 # memjob_workload DIR SPEC...: one DIR/jNN.job per SPEC (memjob options,
 # e.g. "--peak 300M --ramp 0.3 --hold 0.5 --duration 1"), and a Makefile
-# that "compiles" each into jNN.o with $(CC).
+# that "compiles" each into jNN.o with $(CC). With MEMJOB_EXT=c the
+# sources are jNN.c (what distcc sends out).
 memjob_workload() {
-  local dir=$1 i=0 spec
+  local dir=$1 i=0 spec ext=${MEMJOB_EXT:-job}
   shift
   mkdir -p "$dir"
   for spec in "$@"; do
-    printf 'memjob: %s\n' "$spec" >"$dir/$(printf 'j%03d' $i).job"
+    printf 'memjob: %s\n' "$spec" >"$dir/$(printf 'j%03d' $i).$ext"
     i=$((i + 1))
   done
-  cat >"$dir/Makefile" <<'MK'
-JOBS := $(sort $(wildcard *.job))
-all: $(JOBS:.job=.o)
-%.o: %.job
+  sed "s/@EXT@/$ext/g" >"$dir/Makefile" <<'MK'
+JOBS := $(sort $(wildcard *.@EXT@))
+all: $(JOBS:.@EXT@=.o)
+%.o: %.@EXT@
 	$(CC) -c $< -o $@
 clean:
 	rm -f *.o
 MK
 }
 
-# check_memjob_outputs DIR: every jNN.job has a jNN.o that memjob wrote
-# completely ("memjob-ok ..." as its first line).
+# check_memjob_outputs DIR [EXT]: every jNN.EXT (default job) has a jNN.o
+# that memjob wrote completely ("memjob-ok ..." as its first line).
 check_memjob_outputs() {
-  local dir=$1 job out bad=0
-  for job in "$dir"/*.job; do
-    out=${job%.job}.o
+  local dir=$1 ext=${2:-job} job out bad=0
+  for job in "$dir"/*."$ext"; do
+    out=${job%."$ext"}.o
     if [ ! -s "$out" ] || ! head -n1 "$out" | grep -q '^memjob-ok '; then
       echo "missing or incomplete output: $out" >&2
       bad=$((bad + 1))

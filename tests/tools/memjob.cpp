@@ -28,7 +28,9 @@
 // Spec files: every line of SRC containing "memjob:" adds the options after
 // it (command-line options win). OUT receives
 //   memjob-ok <fnv1a64 of the SRC contents, 16 hex digits> <peak bytes>
-// so a test can check every output. Nothing is printed on success.
+// so a test can check every output. Nothing is printed on success. With -E
+// it copies SRC to OUT (or stdout) at once, as a preprocessor would, so
+// distcc can send the file out and the remote memjob runs the profile.
 //
 // Self-contained on purpose (no memgate library): it stands in for a
 // compiler, and must behave like an independent program.
@@ -68,6 +70,7 @@ struct Invocation {
   std::vector<std::string> sources;
   std::string out, depfile;
   bool make_depfile = false;  // -MD / -MMD
+  bool preprocess = false;    // -E
 };
 
 [[noreturn]] void die(int code, const std::string& msg) {
@@ -197,6 +200,7 @@ Invocation parse_command_line(int argc, char** argv) {
     if (a == "-o" || a == "--output-file") inv.out = next();
     else if (a.rfind("-o", 0) == 0 && a.size() > 2 && a[2] != '-' && a != "-odir") inv.out = a.substr(2);
     else if (a == "-MF") inv.depfile = next();
+    else if (a == "-E") inv.preprocess = true;
     else if (a == "-MD" || a == "-MMD") inv.make_depfile = true;
     else if (flag_takes_argument(a)) next();
     else if (a.empty() || a[0] == '-' || a[0] == '@') continue;  // any other flag: ignored
@@ -368,6 +372,20 @@ std::string depfile_for(const Invocation& inv, const std::string& out) {
 
 }  // namespace
 
+// -E, as distcc's client runs it before sending the file out: the
+// "preprocessed" text is the sources themselves, to -o or stdout, at once
+// and with no memory profile (the compile is where the memory goes), so a
+// remote compile of it hashes the same as a local one.
+int preprocess(const Invocation& inv) {
+  std::string text;
+  for (const auto& src : inv.sources) text += read_whole(src);
+  if (!inv.out.empty() && inv.out != "-") {
+    write_text(inv.out, text);
+    return 0;
+  }
+  return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   // A shell starting us in the background may have left these ignored;
   // tests need memjob to die promptly when told to.
@@ -385,6 +403,7 @@ int main(int argc, char** argv) {
     }
   }
   Invocation inv = parse_command_line(argc, argv);
+  if (inv.preprocess) return preprocess(inv);
   Profile p;
   std::uint64_t hash = fnv1a64("");
   std::string sources_text;

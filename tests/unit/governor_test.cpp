@@ -435,3 +435,106 @@ TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
   f.g().exited(a, ExitKind::finished, 0, 2);
   EXPECT_TRUE(f.g().step(used(0), 2).admit.empty());
 }
+
+// Issue 15: offload and decline.
+namespace {
+
+JobKey compile_key(const std::string& id) {
+  JobKey k;
+  k.tool = "gcc";
+  k.klass = "gcc:compile";
+  k.identity = id;
+  k.stem = id;
+  return k;
+}
+
+}  // namespace
+
+TEST(GovernorOffload, AJobWaitingForLocalMemoryGoesToTheEngine) {
+  Fixture f(1 * GiB);
+  f.cfg.offload_engine = "distcc";
+  f.cfg.offload_slots = 2;
+  Prediction heavy;
+  heavy.peak = 700 * MiB;
+  Prediction light;
+  light.peak = 50 * MiB;
+  for (const char* id : {"a", "b", "c", "d"}) {
+    f.preds[id] = heavy;
+    f.preds[std::string("distcc>") + id] = light;
+  }
+  std::vector<JobId> ids;
+  for (const char* id : {"a", "b", "c", "d"}) ids.push_back(f.g().submit(compile_key(id), 0));
+  Decisions d = f.g().step(used(0), 0);
+  // One runs here, two go out (the engine's slots), one waits.
+  ASSERT_EQ(d.admit.size(), 3u);
+  EXPECT_EQ(f.g().job(ids[0]).placement, Placement::local);
+  int offloaded = 0;
+  for (JobId id : d.admit) {
+    const GovJob& j = f.g().job(id);
+    if (j.placement != Placement::offloaded) continue;
+    ++offloaded;
+    EXPECT_EQ(j.engine, "distcc");
+    EXPECT_EQ(j.key.identity.rfind("distcc>", 0), 0u);
+    EXPECT_EQ(j.pred.peak, 50 * MiB);
+    EXPECT_EQ(j.weight(16), 0);
+  }
+  EXPECT_EQ(offloaded, 2);
+  EXPECT_EQ(get(f.g().counters(), Counter::offloaded), 2);
+}
+
+TEST(GovernorOffload, LinksAndNvccWaitAsBefore) {
+  Fixture f(1 * GiB);
+  f.cfg.offload_engine = "distcc";
+  f.cfg.offload_slots = 4;
+  Prediction heavy;
+  heavy.peak = 700 * MiB;
+  f.preds["x"] = heavy;
+  f.preds["link"] = heavy;
+  f.preds["cu"] = heavy;
+  f.g().submit(compile_key("x"), 0);
+  JobKey link = compile_key("link");
+  link.tool = "g++";
+  link.klass = "g++:link";
+  JobKey cu = compile_key("cu");
+  cu.tool = "nvcc";
+  cu.klass = "nvcc:compile[sm_80]";
+  JobId l = f.g().submit(link, 0);
+  JobId c = f.g().submit(cu, 0);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_EQ(d.admit.size(), 1u);
+  EXPECT_EQ(f.g().job(l).state, JobState::waiting);
+  EXPECT_EQ(f.g().job(c).state, JobState::waiting);
+}
+
+TEST(GovernorOffload, AJobTheBuildSendsToAnEngineIsRemoteAndPredictedAsTheEngines) {
+  Fixture f(1 * GiB);
+  Prediction light;
+  light.peak = 30 * MiB;
+  f.preds["distcc>a"] = light;
+  JobId id = f.g().submit(compile_key("a"), 0, "distcc");
+  const GovJob& j = f.g().job(id);
+  EXPECT_EQ(j.placement, Placement::remote);
+  EXPECT_EQ(j.key.identity, "distcc>a");
+  EXPECT_EQ(j.pred.peak, 30 * MiB);
+  EXPECT_EQ(get(f.g().counters(), Counter::remote), 1);
+}
+
+TEST(GovernorDecline, AServerDeclinesAJobThatWaitedTooLong) {
+  Fixture f(1 * GiB);
+  f.cfg.decline_after_s = 5;
+  JobId a = f.submit("a", 800 * MiB);
+  JobId b = f.submit("b", 800 * MiB);
+  Decisions d = f.g().step(used(0), 0);
+  EXPECT_TRUE(contains(d.admit, a));
+  EXPECT_TRUE(d.decline.empty());
+  d = f.g().step(used(800 * MiB), 4.9);
+  EXPECT_TRUE(d.decline.empty());
+  d = f.g().step(used(800 * MiB), 5.0);
+  EXPECT_TRUE(contains(d.decline, b));
+  EXPECT_EQ(f.g().job(b).state, JobState::done);
+  EXPECT_EQ(get(f.g().counters(), Counter::declined), 1);
+  // A running job is never declined.
+  d = f.g().step(used(800 * MiB), 60);
+  EXPECT_TRUE(d.decline.empty());
+  EXPECT_EQ(f.g().job(a).state, JobState::running);
+}

@@ -71,6 +71,10 @@ JobRecord sample_job(int i) {
   j.attempts = 2;
   j.attempt_log = {{2.5, 20.0, Outcome::oom, 3 * GiB}, {21.0, 130.0625 + i, Outcome::ok, 4263821312 + i}};
   j.profile = {{0, 104316928}, {1.5, 519000000}, {19, 4264636416}, {107.03, 438000000}};
+  if (i == 1) {
+    j.where = Placement::offloaded;
+    j.engine = "distcc";
+  }
   return j;
 }
 
@@ -121,6 +125,8 @@ void expect_same_job(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.after_peak_bytes, b.after_peak_bytes);
   EXPECT_EQ(a.exit_status, b.exit_status);
   EXPECT_EQ(a.attempts, b.attempts);
+  EXPECT_EQ(a.where, b.where);
+  EXPECT_EQ(a.engine, b.engine);
   ASSERT_EQ(a.attempt_log.size(), b.attempt_log.size());
   for (size_t i = 0; i < a.attempt_log.size(); ++i) {
     EXPECT_DOUBLE_EQ(a.attempt_log[i].start_s, b.attempt_log[i].start_s);
@@ -264,6 +270,30 @@ TEST_F(HistoryTest, MigratesAnEmptyFile) {
   auto again = open();
   ASSERT_TRUE(again);
   EXPECT_EQ(again->list_builds(10).size(), 1u);
+}
+
+// Issue 15: a v1 file (before jobs had a placement) is migrated in place,
+// and its jobs read as local.
+TEST_F(HistoryTest, JobsOfAVersion1FileReadAsLocal) {
+  fs::create_directories(fs::path(path_).parent_path());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  std::string v1(history_migrations().front());
+  ASSERT_EQ(sqlite3_exec(db, (v1 + "PRAGMA user_version = 1;").c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO builds VALUES (1, '/src', 'make', 1, 2, 0, 1, 1, 1, 1, 1, 0, '{}', '[]', '[]');"
+                         "INSERT INTO jobs (build_id, seq, identity, tool, klass, stem, cpu_weight, argv_digest, cwd) "
+                         "VALUES (1, 0, 'gcc:compile:a.c->a.o', 'gcc', 'gcc:compile', 'a', 1, 'd', '/src');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto h = open();
+  ASSERT_TRUE(h);
+  auto b = h->load_build(1);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->jobs.size(), 1u);
+  EXPECT_EQ(b->jobs[0].where, Placement::local);
+  EXPECT_EQ(b->jobs[0].engine, "");
 }
 
 TEST_F(HistoryTest, FileFromANewerMemgateIsLeftAlone) {

@@ -22,8 +22,10 @@ TEST(Names, EveryCounterHasAUniqueNameThatReadsBack) {
 TEST(Names, EventsOutcomesAndSourcesReadBack) {
   for (EventKind k : {EventKind::freeze, EventKind::thaw, EventKind::kill, EventKind::requeue, EventKind::oom_kill,
                       EventKind::retry, EventKind::gave_up, EventKind::alone, EventKind::overshoot,
-                      EventKind::pressure})
+                      EventKind::pressure, EventKind::offload, EventKind::decline})
     EXPECT_EQ(parse_event_kind(name(k)), k);
+  for (Placement p : {Placement::local, Placement::remote, Placement::offloaded})
+    EXPECT_EQ(parse_placement(name(p)), p);
   for (Outcome o : {Outcome::ok, Outcome::failed, Outcome::requeued, Outcome::oom, Outcome::lost})
     EXPECT_EQ(parse_outcome(name(o)), o);
   for (PredictionSource s : {PredictionSource::history, PredictionSource::imported, PredictionSource::prior,

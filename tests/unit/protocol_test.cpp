@@ -63,7 +63,7 @@ TEST(Protocol, RequestRoundTrips) {
 }
 
 TEST(Protocol, GovernorMessagesRoundTrip) {
-  auto g = round_trip(GrantMsg{7, 2, {"/sys/fs/cgroup/memory/x/job7", "/sys/fs/cgroup/freezer/x/job7"}});
+  auto g = round_trip(GrantMsg{7, 2, {"/sys/fs/cgroup/memory/x/job7", "/sys/fs/cgroup/freezer/x/job7"}, {}, false});
   ASSERT_TRUE(std::holds_alternative<GrantMsg>(g));
   EXPECT_EQ(std::get<GrantMsg>(g).job, 7);
   EXPECT_EQ(std::get<GrantMsg>(g).attempt, 2);
@@ -269,7 +269,7 @@ TEST(FrameDecoder, MaxSizedFrameIsAccepted) {
 TEST(BlockingIo, WriteThenReadOverASocketPair) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  ASSERT_TRUE(write_message(sv[0], GrantMsg{3, 1, {"/cg"}}).ok());
+  ASSERT_TRUE(write_message(sv[0], GrantMsg{3, 1, {"/cg"}, {}, false}).ok());
   auto m = read_message(sv[1]);
   ASSERT_TRUE(m.ok()) << m.error();
   EXPECT_EQ(std::get<GrantMsg>(m.value()).job, 3);
@@ -304,4 +304,30 @@ TEST(BlockingIo, OversizedHeaderIsRejectedBeforeReadingThePayload) {
   EXPECT_NE(m.error().find("exceeds"), std::string::npos);
   close(sv[0]);
   close(sv[1]);
+}
+
+// Issue 15: the engine a request goes through, and the runner's offload
+// and decline.
+TEST(Protocol, EngineOffloadAndDeclineRoundTrip) {
+  RequestMsg r = sample_request();
+  r.engine = "distcc";
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(r)).engine, "distcc");
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(sample_request())).engine, "");
+
+  GrantMsg g{3, 1, {}, {}, false};
+  g.offload = "distcc";
+  auto got = std::get<GrantMsg>(round_trip(g));
+  EXPECT_EQ(got.offload, "distcc");
+  EXPECT_FALSE(got.decline);
+  GrantMsg no{4, 1, {}, {}, false};
+  no.decline = true;
+  EXPECT_TRUE(std::get<GrantMsg>(round_trip(no)).decline);
+}
+
+TEST(Protocol, AnOffloadEngineThatIsAPathIsRefused) {
+  for (const char* bad : {"/tmp/evil", "../bin/distcc", "", ".."}) {
+    auto m = decode_payload(std::string(R"({"type":"grant","job":1,"attempt":1,"cgroups":[],"offload":")") + bad +
+                            "\"}");
+    EXPECT_FALSE(m.ok()) << bad;
+  }
 }

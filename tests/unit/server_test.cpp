@@ -114,7 +114,7 @@ TEST_F(ServerTest, ServesARequestWithAGrant) {
   ASSERT_TRUE(std::holds_alternative<RequestMsg>(msg));
   EXPECT_EQ(std::get<RequestMsg>(msg).argv[2], "a.cpp");
   EXPECT_EQ(server_->peer_pid(id), ::getpid());
-  EXPECT_TRUE(server_->send(id, GrantMsg{1, 1, {"/cg/job1"}}));
+  EXPECT_TRUE(server_->send(id, GrantMsg{1, 1, {"/cg/job1"}, {}, false}));
   auto grant = read_message(c);
   ASSERT_TRUE(grant.ok()) << grant.error();
   EXPECT_EQ(std::get<GrantMsg>(grant.value()).cgroups[0], "/cg/job1");
@@ -141,7 +141,7 @@ TEST_F(ServerTest, MalformedConnectionsAreDroppedWhileAGoodOneIsServed) {
   ASSERT_TRUE(pump(*server_, [&] { return server_->counters().dropped_malformed == 4 && !received_.empty(); }));
   ASSERT_EQ(received_.size(), 1u);  // only the good request got through
   EXPECT_EQ(std::get<RequestMsg>(received_[0].second).pid, 2);
-  EXPECT_TRUE(server_->send(received_[0].first, GrantMsg{5, 1, {}}));
+  EXPECT_TRUE(server_->send(received_[0].first, GrantMsg{5, 1, {}, {}, false}));
   auto grant = read_message(good);
   ASSERT_TRUE(grant.ok()) << grant.error();
   EXPECT_EQ(std::get<GrantMsg>(grant.value()).job, 5);
@@ -174,7 +174,7 @@ TEST_F(ServerTest, ThreeHundredWaitingWrappersAreAllServed) {
   for (auto& [id, m] : received_) by_pid[std::get<RequestMsg>(m).pid] = id;
   ASSERT_EQ(by_pid.size(), static_cast<std::size_t>(kClients));
   // Grant in reverse order: each reply must reach its own wrapper.
-  for (int i = kClients - 1; i >= 0; --i) EXPECT_TRUE(server_->send(by_pid[1000 + i], GrantMsg{i, 1, {}}));
+  for (int i = kClients - 1; i >= 0; --i) EXPECT_TRUE(server_->send(by_pid[1000 + i], GrantMsg{i, 1, {}, {}, false}));
   for (int i = 0; i < kClients; ++i) {
     auto g = read_message(clients[static_cast<std::size_t>(i)]);
     ASSERT_TRUE(g.ok()) << g.error();
@@ -189,7 +189,7 @@ TEST_F(ServerTest, LargeRepliesQueueUntilThePeerReads) {
   ASSERT_TRUE(write_message(c, request(1)).ok());
   ASSERT_TRUE(pump(*server_, [&] { return !received_.empty(); }));
   ConnId id = received_[0].first;
-  GrantMsg big{1, 1, std::vector<std::string>(2000, std::string(200, 'c'))};  // ~400 KiB per frame
+  GrantMsg big{1, 1, std::vector<std::string>(2000, std::string(200, 'c')), {}, false};  // ~400 KiB per frame
   for (int i = 0; i < 8; ++i) {
     big.attempt = i;
     EXPECT_TRUE(server_->send(id, big));  // more than a socket buffer: most of it queues

@@ -146,3 +146,22 @@ TEST(Trace, EveryJobOfALargeBuildHasItsSlices) {
     last = c.at("ts");
   }
 }
+
+// Issue 15: a job that ran through an engine says where in its args.
+TEST(Trace, RemoteAndOffloadedJobsSayWhereTheyRan) {
+  BuildRecord b = small_build();
+  b.jobs[0].where = Placement::offloaded;
+  b.jobs[0].engine = "distcc";
+  json doc = json::parse(render_trace_json(b));
+  int offloaded = 0, unmarked = 0;
+  for (const auto& e : events_of(doc, "X")) {
+    if (e.at("args").contains("where")) {
+      EXPECT_EQ(e.at("args").at("where"), "offloaded (distcc)");
+      ++offloaded;
+    } else {
+      ++unmarked;
+    }
+  }
+  EXPECT_EQ(offloaded, 1);
+  EXPECT_EQ(unmarked, 2);  // the local job's two attempts
+}

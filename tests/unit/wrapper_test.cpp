@@ -72,7 +72,7 @@ class WrapperTest : public ::testing::Test {
       if (rerun) grant(id);
     }
   }
-  void grant(ConnId id) { server_->send(id, GrantMsg{42, ++attempts_[id], cgroups_}); }
+  void grant(ConnId id) { server_->send(id, GrantMsg{42, ++attempts_[id], cgroups_, {}, false}); }
 
   std::string sock() const { return tmp_ + "/memgate.sock"; }
   Env base_env() const {

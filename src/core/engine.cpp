@@ -1,0 +1,65 @@
+#include "core/engine.hpp"
+
+#include <array>
+#include <string>
+
+namespace memgate {
+namespace {
+
+std::string_view last_component(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+bool is_remote_engine(std::string_view program) {
+  std::string_view base = last_component(program);
+  return base == "distcc" || base == "icecc" || base == "pump";
+}
+
+JobKey remote_key(JobKey key, std::string_view engine) {
+  if (engine.empty() || is_remote_klass(key.klass)) return key;
+  std::string prefix = std::string(engine) + ">";
+  key.identity = prefix + key.identity;
+  key.klass = prefix + key.klass;
+  return key;
+}
+
+bool is_remote_klass(std::string_view klass) {
+  auto gt = klass.find('>');
+  return gt != std::string_view::npos && gt < klass.find(':');
+}
+
+int distcc_remote_slots(std::string_view hosts) {
+  int total = 0;
+  std::size_t i = 0;
+  while (i < hosts.size()) {
+    while (i < hosts.size() && (hosts[i] == ' ' || hosts[i] == '\t' || hosts[i] == '\n')) ++i;
+    std::size_t end = i;
+    while (end < hosts.size() && hosts[end] != ' ' && hosts[end] != '\t' && hosts[end] != '\n') ++end;
+    std::string_view spec = hosts.substr(i, end - i);
+    i = end;
+    if (spec.empty() || spec.rfind("--", 0) == 0) continue;  // options such as --randomize
+    std::string_view host = spec.substr(0, spec.find_first_of(":/,"));
+    if (host == "localhost") continue;
+    int limit = 4;
+    if (auto slash = spec.find('/'); slash != std::string_view::npos) {
+      int v = 0;
+      std::size_t k = slash + 1;
+      for (; k < spec.size() && spec[k] >= '0' && spec[k] <= '9' && v < 100000; ++k) v = v * 10 + (spec[k] - '0');
+      if (k > slash + 1) limit = v;
+    }
+    total += limit;
+  }
+  return total;
+}
+
+bool distributable(const JobKey& key) {
+  constexpr std::array<std::string_view, 6> kCFamily = {"cc", "c++", "gcc", "g++", "clang", "clang++"};
+  bool c_family = false;
+  for (auto t : kCFamily) c_family |= key.tool == t;
+  return c_family && std::string_view(key.klass).substr(0, key.tool.size() + 8) == key.tool + ":compile";
+}
+
+}  // namespace memgate

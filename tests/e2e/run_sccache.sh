@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 15, Done means 4 (sccache, local cache mode): `memgate run -- make
+# -j4 CC="sccache gcc"`, twice. Each compile is gated once (the outer
+# `sccache gcc`; the compiler sccache's server runs gets the client's
+# environment and passes through), the objects equal a plain build's, the
+# second build is served from the cache, and sccache's server (on
+# 127.0.0.1, a free port, started by the build's first job, stopped by the
+# build itself) leaves nothing running.
+#
+# What memgate measures here is the client: sccache's server, not the
+# client, runs the compiler. The server was started by the first job and
+# outlives it, so the compilers it runs carry that job's MEMGATE_JOB but
+# sit outside every job: the ungated detector names them ("a compiler
+# cache server?") and their memory counts as the build's overhead, but the
+# jobs' own peaks are the client's few MiB. This test holds that down:
+# every ungated compiler found is of that kind.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib/distcc.sh"  # free_port
+require_cgroups
+command -v sccache >/dev/null || { echo "SKIP: sccache not installed (apt-get install -y sccache)"; exit 77; }
+command -v gcc >/dev/null || { echo "SKIP: no gcc"; exit 77; }
+
+n=6
+src="$E2E_TMP/src"
+mkdir -p "$src"
+for i in $(seq 1 $n); do printf 'int h%d(int x) { return x * %d - 1; }\n' "$i" "$i" >"$src/h$i.c"; done
+cat >"$src/Makefile" <<'MK'
+OBJS := $(patsubst %.c,%.o,$(sort $(wildcard *.c)))
+all: $(OBJS)
+%.o: %.c
+	$(CC) -O2 -c $< -o $@
+clean:
+	rm -f *.o
+MK
+cp -r "$src" "$E2E_TMP/plain"
+make -s -C "$E2E_TMP/plain" CC=gcc || fail "the plain build failed"
+
+export SCCACHE_DIR="$E2E_TMP/sccache" SCCACHE_SERVER_PORT=$(free_port) SCCACHE_IDLE_TIMEOUT=120
+export SCCACHE_ERROR_LOG="$E2E_TMP/sccache-server.log"
+client=$(cg_make client 2G)
+for round in 1 2; do
+  make -s -C "$src" clean
+  set +e
+  cg_run "$client" "$MEMGATE" run --jobs 4 --history "$E2E_TMP/h.db" -- sh -c \
+    'make -s -C "$1" -j4 CC="sccache gcc" && sccache --show-stats >"$2" && sccache --stop-server >/dev/null' \
+    sh "$src" "$E2E_TMP/stats$round.txt" >"$E2E_TMP/round$round.log" 2>&1
+  rc=$?
+  set -e
+  cat "$E2E_TMP/round$round.log" >&2
+  assert_eq 0 "$rc" "memgate run exit status (round $round)"
+  for i in $(seq 1 $n); do cmp -s "$src/h$i.o" "$E2E_TMP/plain/h$i.o" || fail "h$i.o differs (round $round)"; done
+  history_json "$E2E_TMP/h.db" "$E2E_TMP/h$round.json"
+  assert_eq "$n" "$(json_get "$E2E_TMP/h$round.json" 'len(j["jobs"])')" "gated jobs, round $round (one per compile)"
+  assert_eq "$n" "$(json_get "$E2E_TMP/h$round.json" 'sum(1 for x in j["jobs"] if x["where"] == "local" and x["tool"] == "gcc")')" \
+    "local gcc jobs, round $round"
+  assert_eq "" "$(cg_procs "$client")" "processes left in the client's cgroup (round $round)"
+  if grep -q 'ran outside memgate.s gate' "$E2E_TMP/round$round.log"; then
+    others=$(grep -A20 'ran outside memgate.s gate' "$E2E_TMP/round$round.log" | grep '^memgate:   /' |
+      grep -vc 'a compiler cache server?' || true)
+    assert_eq 0 "$others" "ungated compilers other than sccache's server's (round $round)"
+  fi
+done
+hits=$(awk '/^Cache hits  /{print $3}' "$E2E_TMP/stats2.txt")
+misses=$(awk '/^Cache misses  /{print $3}' "$E2E_TMP/stats1.txt")
+note "round 1: $misses cache misses; round 2: $hits cache hits"
+assert_eq "$n" "$misses" "cache misses of the first build"
+assert_eq "$n" "$hits" "cache hits of the second build"
+echo "PASS"
