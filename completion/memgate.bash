@@ -27,14 +27,16 @@ _memgate() {
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --profiles)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
-    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed)
+    --offload)
+      mapfile -t COMPREPLY < <(compgen -W "distcc icecc sccache" -- "$cur"); return ;;
+    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after)
       return ;;
   esac
   local opts
   case $cmd in
     "") opts="--help --version"
         if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
-    run) opts="--memory --reserve --jobs --history --report --trace --no-confine --quiet --verbose --help --" ;;
+    run) opts="--memory --reserve --jobs --history --report --trace --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
     wrap) opts="--help --" ;;
     doctor) opts="--json --kill-stale --build-env --python --help" ;;
     history) opts="--json --build --history --limit --help" ;;

@@ -56,6 +56,9 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   ConnectedJob job;
   job.conn = conn;
   job.req = m;
+  // A command too long for one frame arrives cut short: history says so
+  // rather than pass the cut line off as the command that ran.
+  if (m.argv_truncated) job.req.argv.push_back("[argv truncated]");
   job.id = gov_->submit(key, now(), m.engine);
   job.exec = std::make_unique<JobExec>(cgroups_->job_parent(), cgroups_->build_leaf(), job.id);
   conn_of_[job.id] = conn;
@@ -85,6 +88,10 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   if (it == live_.end() || it->second.done) return;
   ConnectedJob& job = it->second;
   JobMemory mem = job.exec->sample();
+  // Without a cgroup the peak comes from /proc samples, which a short spike
+  // can fall between: the largest single process's RSS (getrusage, from
+  // the wrapper) is a floor under it.
+  if (!job.exec->has_cgroup()) mem.peak = std::max(mem.peak, m.maxrss_bytes);
   gov_->sample(job.id, 0, mem.peak, now());
   ExitKind kind = ExitKind::finished;
   if (job.killed_by_us) kind = ExitKind::killed_by_us;

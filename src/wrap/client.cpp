@@ -50,12 +50,6 @@ void forward_signal(int sig) {
   g_forwarded = 1;
 }
 
-double now_s() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-
 int connect_to(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -109,7 +103,6 @@ RequestMsg make_request(const Launch& launch) {
   req.stem = info.key.stem;
   req.cpu_weight = info.key.cpu_weight;
   req.engine = engine_of_launch(launch, info.key);
-  req.pid = static_cast<int>(::getpid());
   return req;
 }
 
@@ -232,17 +225,16 @@ class Forwarding {
 AttemptResult report_spawn_failure(const Launch& launch, int fd, int error) {
   log::error("cannot start '{}': {}", launch.argv[0], std::strerror(error));
   AttemptResult r{126 << 8, false};
-  if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, 0})) {
+  if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0})) {
     auto v = read_message(fd);
     if (v && std::holds_alternative<VerdictMsg>(*v)) r.rerun = std::get<VerdictMsg>(*v).rerun;
   }
   return r;
 }
 
-ExitMsg exit_report(int status, const rusage& ru, double wall_s) {
+ExitMsg exit_report(int status, const rusage& ru) {
   ExitMsg exit;
   exit.status = status;
-  exit.wall_s = wall_s;
   exit.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   exit.maxrss_bytes = static_cast<Bytes>(ru.ru_maxrss) * KiB;
@@ -302,7 +294,6 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   sigemptyset(&block);
   for (int s : kForwarded) sigaddset(&block, s);
   ::sigprocmask(SIG_BLOCK, &block, &old);  // nothing slips past before forwarding is set up
-  double start = now_s();
   ChildPlan plan = plan_child(launch, grant, old);
   pid_t pid = spawn_child(plan);
   for (int cg : plan.cgroup_procs) ::close(cg);
@@ -328,7 +319,7 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
   AttemptResult r{status, false};
-  if (!connected || !write_message(fd, exit_report(status, ru, now_s() - start))) return r;
+  if (!connected || !write_message(fd, exit_report(status, ru))) return r;
   // Told to stop (Ctrl-C, the build tool's SIGTERM): the build is ending,
   // so no verdict is awaited from a governor that may be shutting down.
   if (g_forwarded) return r;

@@ -51,7 +51,7 @@ json to_json(const Message& m) {
   if (auto* r = std::get_if<RequestMsg>(&m)) {
     j = {{"type", "request"}, {"v", r->v}, {"argv", r->argv}, {"cwd", r->cwd},
          {"tool", r->tool}, {"identity", r->identity}, {"klass", r->klass}, {"stem", r->stem},
-         {"cpu_weight", r->cpu_weight}, {"pid", r->pid}};
+         {"cpu_weight", r->cpu_weight}};
     if (r->argv_truncated) j["argv_truncated"] = true;
     if (!r->engine.empty()) j["engine"] = r->engine;
   } else if (auto* g = std::get_if<GrantMsg>(&m)) {
@@ -61,8 +61,7 @@ json to_json(const Message& m) {
   } else if (auto* s = std::get_if<StartedMsg>(&m)) {
     j = {{"type", "started"}, {"pid", s->pid}};
   } else if (auto* e = std::get_if<ExitMsg>(&m)) {
-    j = {{"type", "exit"}, {"status", e->status}, {"wall_s", e->wall_s}, {"cpu_s", e->cpu_s},
-         {"maxrss_bytes", e->maxrss_bytes}};
+    j = {{"type", "exit"}, {"status", e->status}, {"cpu_s", e->cpu_s}, {"maxrss_bytes", e->maxrss_bytes}};
   } else if (auto* v = std::get_if<VerdictMsg>(&m)) {
     j = {{"type", "verdict"}, {"rerun", v->rerun}};
   }
@@ -159,7 +158,7 @@ Result<Message> decode_request(Reader& r) {
   RequestMsg m;
   bool ok = r.get("v", m.v) && r.get("argv", m.argv) && r.get("cwd", m.cwd) && r.get("tool", m.tool) &&
             r.get("identity", m.identity) && r.get("klass", m.klass) && r.get("stem", m.stem) &&
-            r.get("cpu_weight", m.cpu_weight, 1, kMaxCpuWeight) && r.get("pid", m.pid, 1, INT_MAX);
+            r.get("cpu_weight", m.cpu_weight, 1, kMaxCpuWeight);
   if (ok && r.j.contains("argv_truncated")) ok = r.get("argv_truncated", m.argv_truncated);
   if (ok && r.j.contains("engine")) ok = r.get("engine", m.engine) && valid_engine(m.engine, r);
   if (!ok) return Error{r.error};
@@ -186,8 +185,8 @@ Result<Message> decode_object(const json& j) {
   } else if (t == "exit") {
     ExitMsg m;
     std::int64_t rss = 0;
-    if (r.get("status", m.status) && r.get("wall_s", m.wall_s, 0, kMaxSeconds) &&
-        r.get("cpu_s", m.cpu_s, 0, kMaxSeconds) && r.get("maxrss_bytes", rss, 0, kMaxReportedBytes)) {
+    if (r.get("status", m.status) && r.get("cpu_s", m.cpu_s, 0, kMaxSeconds) &&
+        r.get("maxrss_bytes", rss, 0, kMaxReportedBytes)) {
       m.maxrss_bytes = rss;
       return Message{m};
     }

@@ -41,11 +41,10 @@ constexpr std::int64_t kMaxReportedBytes = std::int64_t{1} << 50;  // 1 PiB
 struct RequestMsg {
   int v = kProtocolVersion;
   std::vector<std::string> argv;  // real program + args; may be truncated (see argv_truncated)
-  bool argv_truncated = false;    // argv was cut to keep the frame under kMaxFrame
+  bool argv_truncated = false;    // argv was cut to keep the frame under kMaxFrame (history says so)
   std::string cwd;
   std::string tool, identity, klass, stem;  // from analyze_command()
   int cpu_weight = 1;  // 1..kMaxCpuWeight on the wire
-  int pid = 0;  // the wrapper's pid
   // The distributed engine the build's own launcher hands this compile to
   // ("distcc", "icecc"; see engine_of_launch), empty for a local job.
   // Optional on the wire.
@@ -71,9 +70,10 @@ struct StartedMsg {
 
 struct ExitMsg {
   int status = 0;       // raw wait status (WIFEXITED/WIFSIGNALED apply)
-  double wall_s = 0;    // fork to reap
   double cpu_s = 0;     // user + system of the child and the descendants it reaped
-  Bytes maxrss_bytes = 0;  // largest RSS of any single process in the tree
+  // Largest RSS of any single process in the tree (getrusage): a floor
+  // under the job's peak where no cgroup measured it.
+  Bytes maxrss_bytes = 0;
 };
 
 struct VerdictMsg {

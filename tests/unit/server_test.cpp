@@ -69,12 +69,13 @@ bool peer_closed(int fd) {
   return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
-RequestMsg request(int pid) {
+// A request tagged with `n` (in its identity), so replies can be matched.
+RequestMsg request(int n) {
   RequestMsg r;
   r.argv = {"g++", "-c", "a.cpp"};
   r.cwd = "/tmp";
   r.tool = "g++";
-  r.pid = pid;
+  r.identity = std::to_string(n);
   return r;
 }
 
@@ -108,7 +109,7 @@ class ServerTest : public ::testing::Test {
 TEST_F(ServerTest, ServesARequestWithAGrant) {
   int c = connect_to(sock());
   ASSERT_GE(c, 0);
-  ASSERT_TRUE(write_message(c, request(::getpid())).ok());
+  ASSERT_TRUE(write_message(c, request(1)).ok());
   ASSERT_TRUE(pump(*server_, [&] { return !received_.empty(); }));
   auto [id, msg] = received_[0];
   ASSERT_TRUE(std::holds_alternative<RequestMsg>(msg));
@@ -140,7 +141,7 @@ TEST_F(ServerTest, MalformedConnectionsAreDroppedWhileAGoodOneIsServed) {
 
   ASSERT_TRUE(pump(*server_, [&] { return server_->counters().dropped_malformed == 4 && !received_.empty(); }));
   ASSERT_EQ(received_.size(), 1u);  // only the good request got through
-  EXPECT_EQ(std::get<RequestMsg>(received_[0].second).pid, 2);
+  EXPECT_EQ(std::get<RequestMsg>(received_[0].second).identity, "2");
   EXPECT_TRUE(server_->send(received_[0].first, GrantMsg{5, 1, {}, {}, false}));
   auto grant = read_message(good);
   ASSERT_TRUE(grant.ok()) << grant.error();
@@ -170,8 +171,8 @@ TEST_F(ServerTest, ThreeHundredWaitingWrappersAreAllServed) {
   ASSERT_TRUE(pump(*server_, [&] { return received_.size() == kClients; }));
   EXPECT_EQ(server_->connection_count(), static_cast<std::size_t>(kClients));
   EXPECT_GE(server_->max_connections(), static_cast<std::size_t>(kClients));
-  std::map<int, ConnId> by_pid;
-  for (auto& [id, m] : received_) by_pid[std::get<RequestMsg>(m).pid] = id;
+  std::map<int, ConnId> by_pid;  // by the client's tag
+  for (auto& [id, m] : received_) by_pid[std::stoi(std::get<RequestMsg>(m).identity)] = id;
   ASSERT_EQ(by_pid.size(), static_cast<std::size_t>(kClients));
   // Grant in reverse order: each reply must reach its own wrapper.
   for (int i = kClients - 1; i >= 0; --i) EXPECT_TRUE(server_->send(by_pid[1000 + i], GrantMsg{i, 1, {}, {}, false}));

@@ -191,7 +191,6 @@ TEST_F(WrapperTest, RequestArrivesAndGrantRunsTheProgramInItsJob) {
   const auto& r = requests[0];
   EXPECT_EQ(r.argv, (std::vector<std::string>{"/bin/sh", "-c", r.argv[2], "x"}));
   EXPECT_EQ(r.cwd, tmp_);
-  EXPECT_EQ(r.pid, pid);
   EXPECT_EQ(r.tool, "sh");
   EXPECT_FALSE(r.identity.empty());
   EXPECT_GE(r.cpu_weight, 1);
@@ -205,7 +204,6 @@ TEST_F(WrapperTest, RequestArrivesAndGrantRunsTheProgramInItsJob) {
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_TRUE(WIFEXITED(exits[0].status));
   EXPECT_EQ(WEXITSTATUS(exits[0].status), 3);
-  EXPECT_GT(exits[0].wall_s, 0);
   EXPECT_GT(exits[0].maxrss_bytes, 0);
 
   EXPECT_EQ(read_file(tmp_ + "/job.txt").value_or(""), "42\n/usr/bin:/bin\n");  // marker set, shims gone
