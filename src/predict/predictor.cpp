@@ -168,6 +168,9 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   runs.push_back(r);
   if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
   if (r.failed || r.killed) return;  // only complete runs describe a kind of job
+  // A configure probe says nothing about the tree's real compiles (see
+  // identity.hpp): its own identity remembers it, no group does.
+  if (is_probe_klass(job.key.klass)) return;
 
   const double w = std::max(1, job.key.cpu_weight);
   Entry e{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,

@@ -21,6 +21,8 @@
 //     fewer than `prior_jobs` jobs are known (never above the default). "build" when jobs of
 //     this build are among them.
 //  4. "default": per-tool conservative defaults (default_prediction).
+// Probe jobs (klass TOOL:probe: CMake/Meson/autoconf checks, version
+// queries) feed only their own identity's runs, never sources 2 and 3.
 // Sources 2 and 3 compare peaks per CPU weight (nvcc's peak grows with
 // the pipelines it runs at once) and scale by the asked job's weight.
 //

@@ -220,6 +220,46 @@ TEST(Predictor, LearnsFromThisBuild) {
   EXPECT_EQ(p.predict(key_for("main", "nvcc:compile[sm_80]")).source, PredictionSource::fallback);
 }
 
+// The probe skew: CMake's 4.5 MiB checks predicted the tree's
+// 64 MiB compiles 10x too low. Probes and preprocess-only runs are
+// recorded for their own identity but teach the compiles nothing.
+TEST(Predictor, ProbesAndPreprocessingDoNotTeachCompiles) {
+  Predictor p;
+  const std::string scratch = "/p/build/CMakeFiles/CMakeScratch/TryCompile-";
+  for (int i = 0; i < 8; ++i) {
+    JobRecord probe;
+    probe.key = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/cmTC_" + std::to_string(i) + ".dir/src.cxx.o", "-c",
+                                 scratch + std::to_string(i) + "/src.cxx"},
+                                scratch + std::to_string(i))
+                    .key;
+    probe.peak_bytes = 4 * MiB + MiB / 2;
+    probe.start_s = 0;
+    probe.end_s = 0.05;
+    p.observe(probe);
+  }
+  for (const char* cmd : {"c++ -E /p/src/a.cpp -o a.ii", "c++ -M /p/src/b.cpp"}) {
+    std::istringstream in(cmd);
+    std::vector<std::string> argv;
+    for (std::string w; in >> w;) argv.push_back(w);
+    JobRecord pre;
+    pre.key = analyze_command(argv, "/p/build").key;
+    pre.peak_bytes = 3 * MiB;
+    pre.end_s = 0.1;
+    p.observe(pre);
+  }
+  JobKey real = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/app.dir/src/main.cpp.o", "-c", "/p/src/main.cpp"},
+                                "/p/build")
+                    .key;
+  Prediction pred = p.predict(real);
+  EXPECT_EQ(pred.source, PredictionSource::fallback);
+  EXPECT_EQ(pred.peak, default_prediction(real).peak);
+  // The probe's own identity still remembers it.
+  JobKey again = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/cmTC_3.dir/src.cxx.o", "-c", scratch + "3/src.cxx"},
+                                 scratch + "3")
+                     .key;
+  EXPECT_EQ(p.predict(again).source, PredictionSource::history);
+}
+
 TEST(Predictor, MixedClassUsesAHighQuantileNotTheMax) {
   Predictor p;
   for (int i = 0; i < 19; ++i) p.observe(record(key_for("light" + std::to_string(i), "g++:compile"), (100 + i) * MB));
