@@ -64,16 +64,16 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
   plan::Machine here = plan::this_machine();
   int cores = a.cores ? *a.cores : here.cores;
   if (cores < 1) return Error{"--cores must be at least 1"};
-  Bytes capacity = here.capacity;
-  if (!a.memory.empty()) {
+  Capacity cap = detect_capacity();
+  if (!a.memory.empty()) {  // another machine: all of SIZE is its physical memory
     auto m = parse_size(a.memory, here.capacity);
     if (!m) return Error{fmt::format("--memory: {}", m.error())};
-    capacity = *m;
+    cap = compute_capacity(*m, std::nullopt);
   }
-  if (capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
-  auto budget = compute_budget(capacity, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
+  if (cap.capacity <= 0) return Error{"cannot tell this machine's memory: give --memory SIZE"};
+  auto budget = compute_budget(cap, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
   if (!budget) return Error{budget.error()};
-  plan::Machine m = plan::machine_with(cores, capacity);
+  plan::Machine m = plan::machine_with(cores, cap.capacity);
   m.reserve = budget->reserve;
   return m;
 }

@@ -12,7 +12,8 @@ void add_run_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "run a build with every compiler job gated on memory");
   cmd->add_option("--memory", opt->memory, "memory the build may use (SIZE: 2560M, 8G, 80%); default capacity - reserve");
-  cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default 5% of capacity, 512 MiB..8 GiB)");
+  cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default: 5% of physical memory, 512 MiB..8 GiB; in a "
+                  "cgroup or container limit 2%, 128 MiB..2 GiB)");
   cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)");
   cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY or ~/.cache/memgate/history.db)");
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE");

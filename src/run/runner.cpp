@@ -76,7 +76,7 @@ int Runner::run() {
 
 bool Runner::detect_machine() {
   cap_ = detect_capacity();
-  auto budget = compute_budget(cap_.capacity, opt_.reserve, opt_.memory);
+  auto budget = compute_budget(cap_, opt_.reserve, opt_.memory);
   if (!budget) {
     log::error("{}", budget.error());
     return false;
@@ -87,8 +87,9 @@ bool Runner::detect_machine() {
     log::error("--jobs must be at least 1");
     return false;
   }
-  log::debug("capacity {} ({}), reserve {}, budget {}, {} slots", format_bytes(cap_.capacity), cap_.capacity_source,
-             format_bytes(budget_.reserve), format_bytes(budget_.budget), slots_);
+  log::debug("capacity {} ({}), reserve {} ({} rule), budget {}, {} slots", format_bytes(cap_.capacity),
+             cap_.capacity_source, format_bytes(budget_.reserve), budget_.reserve_rule, format_bytes(budget_.budget),
+             slots_);
   return true;
 }
 
