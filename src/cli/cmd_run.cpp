@@ -16,6 +16,9 @@ void add_run_command(CLI::App& app, int* status) {
                   "cgroup or container limit 2%, 128 MiB..2 GiB)");
   cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)");
   cmd->add_option("--history", opt->history, "history database (default: $MEMGATE_HISTORY or ~/.cache/memgate/history.db)");
+  cmd->add_option("--prior", opt->prior,
+                  "job profiles (from 'memgate history export') that predict this run's unseen jobs, without "
+                  "importing them into history (default: $MEMGATE_PRIOR)");
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE");
   cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE");
   cmd->add_flag("--no-confine", opt->no_confine, "do not run the build in a memory-limited cgroup");

@@ -65,6 +65,25 @@ CREATE INDEX jobs_identity ON jobs (identity);
 CREATE INDEX jobs_klass ON jobs (klass);
 )sql";
 
+// v2: profiles imported from other machines (`history import`), one per
+// identity; a later import of an identity replaces it.
+constexpr std::string_view kV2 = R"sql(
+CREATE TABLE imported (
+  identity       TEXT    PRIMARY KEY,
+  tool           TEXT    NOT NULL,
+  klass          TEXT    NOT NULL,
+  stem           TEXT    NOT NULL,
+  cpu_weight     INTEGER NOT NULL,
+  peak_bytes     INTEGER NOT NULL,
+  wall_s         REAL    NOT NULL,
+  cpu_s          REAL    NOT NULL,
+  peak_over_frac REAL    NOT NULL,
+  after_peak_bytes INTEGER NOT NULL,
+  runs           INTEGER NOT NULL,
+  imported_unix  REAL    NOT NULL
+);
+)sql";
+
 Result<int> user_version(sql::Db& db) {
   auto v = db.query_text("PRAGMA user_version");
   if (!v) return Error{v.error()};
@@ -74,7 +93,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1};
+  static const std::vector<std::string_view> list = {kV1, kV2};
   return list;
 }
 

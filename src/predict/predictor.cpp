@@ -10,17 +10,6 @@
 namespace memgate {
 namespace {
 
-// What one identity contributes to the similarity groups: its latest
-// complete run, peaks per unit of CPU weight.
-struct Entry {
-  double peak_w = 0;
-  double wall_s = 0;
-  double cpu_s = 0;
-  double peak_over_frac = 1.0;
-  double after_w = 0;
-  bool in_build = false;
-};
-
 struct Stats {
   double peak_w = 0;
   double wall_s = 0;
@@ -78,6 +67,17 @@ double median_of(std::vector<double> v) {
 }
 
 }  // namespace
+
+// What one identity contributes to the similarity groups: its latest
+// complete run (or its profile), peaks per unit of CPU weight.
+struct Predictor::Entry {
+  double peak_w = 0;
+  double wall_s = 0;
+  double cpu_s = 0;
+  double peak_over_frac = 1.0;
+  double after_w = 0;
+  bool in_build = false;
+};
 
 // A trie over stem tokens; every node holds the entries of all jobs below it,
 // so the root is the whole klass (or family).
@@ -173,16 +173,35 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   if (is_probe_klass(job.key.klass)) return;
 
   const double w = std::max(1, job.key.cpu_weight);
-  Entry e{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
-          static_cast<double>(r.after_peak) / w, in_build};
-  const int id = intern(job.key.identity);
-  const auto tokens = stem_tokens(job.key.stem);
+  index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
+                       static_cast<double>(r.after_peak) / w, in_build},
+        /*at_root=*/true);
+}
+
+void Predictor::add_profile(const JobProfile& p) {
+  if (p.peak <= 0 || p.key.identity.empty()) return;
+  profiles_[p.key.identity] = p;
+  if (is_probe_klass(p.key.klass)) return;
+  const double w = std::max(1, p.key.cpu_weight);
+  // Below the root only: a profile tells what jobs with a stem like its
+  // own need (a flash_bwd kernel's prior predicts other flash_bwd
+  // kernels), not what every job of its klass needs.
+  index(p.key, Entry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
+                     static_cast<double>(p.after_peak) / w, false},
+        /*at_root=*/false);
+}
+
+// The identity's entry in its klass's and family's tries, at every depth
+// of its stem.
+void Predictor::index(const JobKey& key, const Entry& e, bool at_root) {
+  const int id = intern(key.identity);
+  const auto tokens = stem_tokens(key.stem);
   for (auto* groups : {&by_klass_, &by_family_}) {
-    const std::string name = groups == &by_klass_ ? job.key.klass : klass_family(job.key.klass);
+    const std::string name = groups == &by_klass_ ? key.klass : klass_family(key.klass);
     auto& root = (*groups)[name];
     if (!root) root = std::make_unique<Node>();
     Node* n = root.get();
-    n->put(id, e);
+    if (at_root) n->put(id, e);
     for (const auto& t : tokens) {
       auto& child = n->children[t];
       if (!child) child = std::make_unique<Node>();
@@ -281,6 +300,19 @@ Prediction Predictor::predict(const JobKey& key) const {
   Bytes floor = 0;
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
     if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
+  }
+  if (auto it = profiles_.find(key.identity); it != profiles_.end()) {
+    const JobProfile& pr = it->second;
+    const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
+    Prediction p;
+    p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
+    p.wall_s = pr.wall_s;
+    p.cpu_s = pr.cpu_s;
+    p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
+    p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
+    p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
+    p.source = pr.origin;
+    return p;
   }
   Prediction p = from_groups(key).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);

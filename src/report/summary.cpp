@@ -1,5 +1,7 @@
 #include "report/summary.hpp"
 
+#include <map>
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -118,6 +120,22 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
 
 namespace {
 
+// "predicted from: 40 own history, 10 imported, 1 default": where the
+// first admission's prediction of each job came from, best source first.
+std::string prediction_sources(const BuildRecord& b) {
+  std::map<PredictionSource, int> n;
+  for (const JobRecord& j : b.jobs) ++n[j.predicted.source];
+  std::string out;
+  for (const auto& [source, count] : n) {
+    std::string_view what = source == PredictionSource::history    ? "own history"
+                            : source == PredictionSource::build    ? "this build"
+                            : source == PredictionSource::fallback ? "default"
+                                                                   : name(source);
+    out += fmt::format("{}{} {}", out.empty() ? "predicted from: " : ", ", count, what);
+  }
+  return out;
+}
+
 std::string summary_body(const BuildRecord& b) {
   const BuildFacts f = build_facts(b);
   std::vector<std::string> lines;
@@ -139,6 +157,7 @@ std::string summary_body(const BuildRecord& b) {
                               plural(f.requeues, "requeue", "requeues"),
                               plural(f.retries, "retry", "retries"),
                               plural(f.oom_kills, "OOM kill", "OOM kills")));
+  if (std::string sources = prediction_sources(b); !sources.empty()) lines.push_back(sources);
   if (!f.heaviest.empty()) {
     lines.push_back("heaviest jobs (peak, predicted):");
     for (int i : f.heaviest) {

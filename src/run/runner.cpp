@@ -12,10 +12,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/core.h>
 
+#include "history/profiles.hpp"
 #include "platform/cpu.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
@@ -60,6 +62,7 @@ int Runner::run() {
   log::set_quiet(opt_.quiet);
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   open_history();                                     // predictions and the known total
+  if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
   if (!start_server()) return 125;                    // socket in a private dir, the governor
   cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
   sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
@@ -101,12 +104,32 @@ void Runner::open_history() {
   }
   history_ = std::move(*h);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
+  for (const JobProfile& p : history_->imported_profiles()) predictor_.add_profile(p);
   if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
     if (auto b = history_->load_build(*last)) {
       known_total_ = static_cast<int>(b->jobs.size());
       last_wall_ = b->wall_s();
     }
   }
+}
+
+// A prior seeds the predictor and nothing else: it is never written to
+// history (that is what `history import` is for). Named by --prior, else
+// MEMGATE_PRIOR; a file that cannot be used stops the run before the
+// build starts, since the user asked for it.
+bool Runner::load_prior() {
+  std::string path = opt_.prior;
+  if (path.empty())
+    if (const char* env = std::getenv("MEMGATE_PRIOR")) path = env;
+  if (path.empty()) return true;
+  auto profiles = read_profiles_file(path, PredictionSource::prior);
+  if (!profiles) {
+    log::error("--prior: {}", profiles.error());
+    return false;
+  }
+  for (const JobProfile& p : *profiles) predictor_.add_profile(p);
+  log::debug("prior {}: {} job profiles", path, profiles->size());
+  return true;
 }
 
 bool Runner::start_server() {

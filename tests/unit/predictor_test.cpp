@@ -454,3 +454,50 @@ TEST(PeakTiming, MeasuredJobsBackToBackReleaseAfterTheSecondPeak) {
   EXPECT_GT(pt.peak_over_frac, 0.5);
   EXPECT_LT(pt.peak_over_frac, 0.7);
 }
+
+namespace {
+JobProfile profile_of(const JobKey& key, Bytes peak, PredictionSource origin) {
+  JobProfile p;
+  p.key = key;
+  p.peak = peak;
+  p.wall_s = 100;
+  p.cpu_s = 95;
+  p.peak_over_frac = 0.3;
+  p.after_peak = peak / 4;
+  p.runs = 3;
+  p.origin = origin;
+  return p;
+}
+}  // namespace
+
+TEST(Predictor, AProfileAnswersForItsIdentityAndSaysWhereFrom) {
+  Predictor p;
+  auto k = key_for("flash_bwd_hdim128_fp16_sm80");
+  p.add_profile(profile_of(k, 6370 * MB, PredictionSource::imported));
+  Prediction pred = p.predict(k);
+  EXPECT_EQ(pred.source, PredictionSource::imported);
+  EXPECT_EQ(pred.peak, static_cast<Bytes>(std::llround(6370.0 * MB * 1.07)));
+  EXPECT_EQ(pred.peak_over_frac, 0.3);
+  // A later profile of the identity replaces it; a prior says so.
+  p.add_profile(profile_of(k, 5000 * MB, PredictionSource::prior));
+  EXPECT_EQ(p.predict(k).source, PredictionSource::prior);
+  // The job's own run comes first.
+  p.observe(record(k, 6000 * MB));
+  EXPECT_EQ(p.predict(k).source, PredictionSource::history);
+}
+
+// The shipped flash-attn prior predicts unmeasured kernels of the same
+// kind by stem, and nothing about unrelated nvcc jobs.
+TEST(Predictor, APriorPredictsLikeStemsOnly) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_bwd_hdim256_bf16_sm80"), 6960 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_fwd_hdim128_fp16_sm80"), 4260 * MB, PredictionSource::prior));
+  Prediction bwd = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(bwd.source, PredictionSource::similar);
+  EXPECT_GE(bwd.peak, 6370 * MB);
+  EXPECT_LE(bwd.peak, 6960 * MB);
+  Prediction other = p.predict(key_for("my_kernel"));
+  EXPECT_EQ(other.source, PredictionSource::fallback);
+  EXPECT_EQ(other.peak, default_prediction(key_for("my_kernel")).peak);
+}
