@@ -2,6 +2,7 @@
 // the job-level work is in runner_jobs.cpp.
 #include "run/runner_impl.hpp"
 
+#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -96,7 +97,33 @@ bool Runner::detect_machine() {
   return true;
 }
 
+// The priors this copy ships (<parts>/priors/*.json, e.g. flash-attn 2.x
+// kernels), before anything else that may replace them: imported
+// profiles, then --prior. A shipped file that cannot be read is this
+// install's fault, not the user's: a warning, and the run goes on.
+void Runner::load_shipped_priors() {
+  const std::string dir = join_path(find_parts().dir, "priors");
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> files;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) files.push_back(join_path(dir, name));
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    auto profiles = read_profiles_file(f, PredictionSource::prior);
+    if (!profiles) {
+      log::warn("shipped prior not used: {}", profiles.error());
+      continue;
+    }
+    for (const JobProfile& p : *profiles) predictor_.add_profile(p);
+  }
+}
+
 void Runner::open_history() {
+  load_shipped_priors();
   auto h = History::open(History::resolve_path(opt_.history));
   if (!h) {
     log::warn("running without history: {}", h.error());

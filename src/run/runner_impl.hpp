@@ -49,6 +49,7 @@ class Runner {
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
   void open_history();
+  void load_shipped_priors();
   bool load_prior();
   bool start_server();
   bool start_build();

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "history/history.hpp"
+#include "predict/identity.hpp"
+#include "predict/predictor.hpp"
 
 using namespace memgate;
 namespace fs = std::filesystem;
@@ -149,3 +151,41 @@ TEST(Profiles, ImportMergesIntoHistory) {
   for (const auto& p : all) EXPECT_EQ(p.origin, PredictionSource::imported);
 }
 
+// The shipped flash-attn prior (share/priors, made by
+// scripts/make-flash-attn-prior from the measured jobs) is a valid file,
+// and torch's own command line for a measured kernel finds its profile.
+TEST(Profiles, TheShippedFlashAttnPriorMatchesTorchsCommandLine) {
+  const std::string fixtures = MEMGATE_FIXTURES;
+  auto prior = read_profiles_file(fixtures + "/../../share/priors/flash-attn-2.json", PredictionSource::prior);
+  ASSERT_TRUE(prior.ok()) << prior.error();
+  EXPECT_GE(prior->size(), 16u);
+  std::ifstream in(fixtures + "/cmdlines/torch_nvcc_flash_bwd.txt");
+  std::string cwd, line;
+  std::vector<std::string> argv;
+  const std::string req = "/tmp/pip-req-build-abc12345";
+  while (std::getline(in, line)) {
+    for (size_t at = line.find("@REQ@"); at != std::string::npos; at = line.find("@REQ@")) line.replace(at, 5, req);
+    for (size_t at = line.find("@ENV@"); at != std::string::npos; at = line.find("@ENV@"))
+      line.replace(at, 5, "/tmp/pip-build-env-xyz98765");
+    if (line.rfind("cwd=", 0) == 0) cwd = line.substr(4);
+    else if (!line.empty()) argv.push_back(line);
+  }
+  const JobKey key = analyze_command(argv, cwd).key;
+  Predictor p;
+  for (const JobProfile& pr : *prior) p.add_profile(pr);
+  Prediction pred = p.predict(key);
+  EXPECT_EQ(pred.source, PredictionSource::prior) << key.identity;
+  // Measured: 12.6 GB at sm80+sm90 with --threads 4.
+  EXPECT_GE(pred.peak, 12'589'047'808);
+  EXPECT_LE(pred.peak, 12'589'047'808 * 11 / 10);
+  // An unmeasured kernel of the same kind: from its kind, by stem.
+  JobKey other = key;
+  other.identity = "nvcc:compile:src/flash_bwd_hdim192_bf16_sm80.cu->csrc/flash_attn/src/flash_bwd_hdim192_bf16_sm80.o[sm_80]";
+  other.klass = "nvcc:compile[sm_80]";
+  other.stem = "flash_bwd_hdim192_bf16_sm80";
+  other.cpu_weight = 1;
+  Prediction similar = p.predict(other);
+  EXPECT_EQ(similar.source, PredictionSource::similar);
+  EXPECT_GE(similar.peak, 6'000'000'000);
+  EXPECT_LE(similar.peak, 7'500'000'000);
+}
