@@ -18,6 +18,7 @@ struct Stats {
   double after_w = 0;
   std::size_t n = 0;
   bool in_build = false;
+  bool only_profiles = false;  // no run seen here among them: a guess from elsewhere
 };
 
 // Nearest rank, rounding up, so that small groups lean high.
@@ -77,6 +78,7 @@ struct Predictor::Entry {
   double peak_over_frac = 1.0;
   double after_w = 0;
   bool in_build = false;
+  bool profile = false;  // from a profile (imported, prior), not a run seen here
 };
 
 // A trie over stem tokens; every node holds the entries of all jobs below it,
@@ -95,7 +97,11 @@ struct Predictor::Node {
     if (cache) return *cache;
     std::vector<double> peaks, walls, cpus, pofs, afters;
     Stats s;
+    // Runs seen here (history, this build) outweigh every profile: a
+    // prior names jobs like these, the runs measured them.
+    s.only_profiles = std::all_of(entries.begin(), entries.end(), [](const auto& kv) { return kv.second.profile; });
     for (const auto& [id, e] : entries) {
+      if (e.profile && !s.only_profiles) continue;
       peaks.push_back(e.peak_w);
       if (e.wall_s > 0) walls.push_back(e.wall_s);
       if (e.cpu_s > 0) cpus.push_back(e.cpu_s);
@@ -103,7 +109,7 @@ struct Predictor::Node {
       afters.push_back(e.after_w);
       s.in_build = s.in_build || e.in_build;
     }
-    s.n = entries.size();
+    s.n = peaks.size();
     s.peak_w = quantile(peaks, q);
     s.wall_s = median_of(walls);
     s.cpu_s = median_of(cpus);
@@ -187,7 +193,7 @@ void Predictor::add_profile(const JobProfile& p) {
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
   // kernels), not what every job of its klass needs.
   index(p.key, Entry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
-                     static_cast<double>(p.after_peak) / w, false},
+                     static_cast<double>(p.after_peak) / w, false, /*profile=*/true},
         /*at_root=*/false);
 }
 
@@ -275,7 +281,10 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
     auto [node, depth] = root->deepest(tokens);
     if (depth < need) continue;
     const Stats& s = node->stats(config_.similar_quantile);
-    return make(s, PredictionSource::similar, root == klass ? 0.6 : 0.45, s.peak_w);
+    // From profiles alone the guess is weak (cold admission may do better
+    // on what this build's running jobs show).
+    const double confidence = s.only_profiles ? 0.3 : root == klass ? 0.6 : 0.45;
+    return make(s, PredictionSource::similar, confidence, s.peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;

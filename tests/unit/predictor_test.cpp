@@ -501,3 +501,20 @@ TEST(Predictor, APriorPredictsLikeStemsOnly) {
   EXPECT_EQ(other.source, PredictionSource::fallback);
   EXPECT_EQ(other.peak, default_prediction(key_for("my_kernel")).peak);
 }
+
+// A prior names jobs like these; a run of this build measured one. The bench's
+// scaled-down flash-attn fakes (real kernel names, 1/16 of the memory) ran
+// one at a time while the prior's 6 GB outweighed their 400 MB.
+TEST(Predictor, RunsSeenHereOutweighAPriorOfTheirKind) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_bwd_hdim256_bf16_sm80"), 6960 * MB, PredictionSource::prior));
+  Prediction guess = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(guess.source, PredictionSource::similar);
+  EXPECT_LE(guess.confidence, 0.35) << "a guess from elsewhere is cold";
+  p.observe(record(key_for("flash_bwd_hdim64_fp16_sm80_v1"), 400 * MB));
+  Prediction seen = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(seen.source, PredictionSource::similar);
+  EXPECT_EQ(seen.peak, 400 * MB);
+  EXPECT_GT(seen.confidence, 0.35);
+}
