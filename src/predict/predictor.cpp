@@ -119,17 +119,27 @@ struct Predictor::Node {
     return *cache;
   }
 
-  // The deepest node along `tokens` that has entries, and its depth.
-  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens) const {
+  bool has_runs() const {
+    return std::any_of(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second.profile; });
+  }
+
+  // The deepest node along `tokens` that has entries (with `runs`: runs
+  // seen here, not only profiles), and its depth.
+  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens, bool runs) const {
     const Node* n = this;
-    int depth = 0;
+    const Node* best = this;
+    int depth = 0, best_depth = 0;
     for (const auto& t : tokens) {
       auto it = n->children.find(t);
       if (it == n->children.end() || it->second->entries.empty()) break;
       n = it->second.get();
       ++depth;
+      if (!runs || n->has_runs()) {
+        best = n;
+        best_depth = depth;
+      }
     }
-    return {n, depth};
+    return {best, best_depth};
   }
 };
 
@@ -275,10 +285,13 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
   if (auto it = by_klass_.find(key.klass); it != by_klass_.end()) klass = it->second.get();
   if (auto it = by_family_.find(klass_family(key.klass)); it != by_family_.end()) family = it->second.get();
 
-  // Similar stems: the klass first, then other archs of the same tool.
-  for (const Node* root : {klass, family}) {
+  // Similar stems: the klass first, then other archs of the same tool;
+  // runs seen here before profiles (a prior names jobs like these, the
+  // runs measured them).
+  for (const auto& [root, runs] : {std::pair{klass, true}, std::pair{family, true}, std::pair{klass, false},
+                                   std::pair{family, false}}) {
     if (!root) continue;
-    auto [node, depth] = root->deepest(tokens);
+    auto [node, depth] = root->deepest(tokens, runs);
     if (depth < need) continue;
     const Stats& s = node->stats(config_.similar_quantile);
     // From profiles alone the guess is weak (cold admission may do better

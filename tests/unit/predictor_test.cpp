@@ -518,3 +518,15 @@ TEST(Predictor, RunsSeenHereOutweighAPriorOfTheirKind) {
   EXPECT_EQ(seen.peak, 400 * MB);
   EXPECT_GT(seen.confidence, 0.35);
 }
+
+// The same when the prior knows the very kernel and the build has only
+// seen its neighbours: the bench fakes' flash_fwd_hdim32 waited 113 s at the
+// prior's 3.1 GB while its siblings had finished at 200-400 MB.
+TEST(Predictor, ShallowerRunsSeenHereBeatADeeperPrior) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_fwd_hdim32_fp16_sm80"), 3300 * MB, PredictionSource::prior));
+  p.observe(record(key_for("flash_fwd_hdim128_fp16_sm80_v1"), 250 * MB));
+  Prediction pred = p.predict(key_for("flash_fwd_hdim32_fp16_sm80_v1"));
+  EXPECT_EQ(pred.source, PredictionSource::similar);
+  EXPECT_EQ(pred.peak, 250 * MB);
+}
