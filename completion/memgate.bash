@@ -23,7 +23,7 @@ _memgate() {
     return
   fi
   case $prev in
-    --history|--report|--trace|--html|--ninja-log|--jobs-csv|--python)
+    --history|--prior|--report|--trace|--html|--ninja-log|--jobs-csv|--python)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --profiles)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
@@ -36,10 +36,14 @@ _memgate() {
   case $cmd in
     "") opts="--help --version"
         if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
-    run) opts="--memory --reserve --jobs --history --report --trace --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
+    run) opts="--memory --reserve --jobs --history --prior --report --trace --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
     wrap) opts="--help --" ;;
     doctor) opts="--json --kill-stale --build-env --python --help" ;;
-    history) opts="--json --build --history --limit --help" ;;
+    history)
+      if [[ " ${COMP_WORDS[*]} " == *" export "* || " ${COMP_WORDS[*]} " == *" import "* ]]; then
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return
+      fi
+      opts="export import --json --build --history --limit --help" ;;
     plan) opts="--cores --capacity --reserve --jobs-range --recommend --json --build --ninja-log --history --jobs-csv --profiles --nvcc-threads --gpu-targets --orders --seed --help" ;;
     report) opts="--build --html --trace --history --help" ;;
     *) return ;;

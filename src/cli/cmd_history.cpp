@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <set>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "history/history.hpp"
+#include "history/profiles.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/size.hpp"
@@ -184,6 +186,65 @@ int run_history(const HistoryOptions& o) {
   return o.build.empty() ? show_builds(**h, o, path) : show_build(**h, o, path);
 }
 
+// `history export FILE`: one profile per identity from every recorded
+// build, plus imported profiles of identities never run here, so a file
+// passed along a fleet keeps what it carried.
+int export_profiles(const std::string& history, const std::string& file) {
+  const std::string path = History::resolve_path(history);
+  if (!path_exists(path)) {
+    log::error("no build history at {} to export: run a build with 'memgate run' first", path);
+    return 1;
+  }
+  auto h = History::open(path);
+  if (!h) {
+    log::error("{}", h.error());
+    return 1;
+  }
+  std::vector<JobProfile> profiles = summarize_profiles((*h)->jobs_for_prediction(-1));
+  std::set<std::string> own;
+  for (const JobProfile& p : profiles) own.insert(p.key.identity);
+  for (JobProfile& p : (*h)->imported_profiles())
+    if (!own.count(p.key.identity)) profiles.push_back(std::move(p));
+  const auto words = private_words();
+  const auto before = profiles.size();
+  profiles.erase(std::remove_if(profiles.begin(), profiles.end(),
+                                [&](const JobProfile& p) { return !is_portable(p.key.identity, words); }),
+                 profiles.end());
+  if (auto s = write_profiles_file(file, profiles); !s) {
+    log::error("{}", s.error());
+    return 1;
+  }
+  log::info("exported {} job profiles from {} to {}", profiles.size(), path, file);
+  if (before > profiles.size())
+    log::info("left out {} whose identity names an absolute path, the user or the home directory",
+              before - profiles.size());
+  return 0;
+}
+
+// `history import FILE`: merged into the history's imported profiles.
+// A file that cannot be read or is not a profile file of this version is
+// bad input (exit 2) and changes nothing.
+int import_profiles(const std::string& history, const std::string& file) {
+  auto profiles = read_profiles_file(file, PredictionSource::imported);
+  if (!profiles) {
+    log::error("{}", profiles.error());
+    return 2;
+  }
+  const std::string path = History::resolve_path(history);
+  auto h = History::open(path);
+  if (!h) {
+    log::error("{}", h.error());
+    return 1;
+  }
+  auto added = (*h)->import_profiles(*profiles);
+  if (!added) {
+    log::error("{}", added.error());
+    return 1;
+  }
+  log::info("imported {} job profiles from {} into {} ({} new)", profiles->size(), file, path, *added);
+  return 0;
+}
+
 }  // namespace
 
 void add_history_command(CLI::App& app, int* status) {
@@ -197,8 +258,24 @@ void add_history_command(CLI::App& app, int* status) {
   cmd->add_option("--limit", opts->limit, "how many recent builds to list (default 20)")
       ->type_name("N")
       ->check(CLI::PositiveNumber);
-  describe_command(cmd, "", {"memgate history", "memgate history --build last", "memgate history --build 12 --json"});
-  cmd->callback([opts, status] { *status = run_history(*opts); });
+  auto file = std::make_shared<std::string>();
+  auto* exp = cmd->add_subcommand("export", "write learned job profiles to a portable JSON file (no paths, no user names)");
+  exp->add_option("FILE", *file, "the file to write")->required()->type_name("FILE");
+  describe_command(exp, "FILE", {"memgate history export team-prior.json"});
+  exp->callback([opts, file, status] { *status = export_profiles(opts->history, *file); });
+  auto* imp = cmd->add_subcommand("import", "merge job profiles from a file written by 'history export' into history");
+  imp->add_option("FILE", *file, "the file to read")->required()->type_name("FILE");
+  describe_command(imp, "FILE", {"memgate history import team-prior.json"});
+  imp->callback([opts, file, status] { *status = import_profiles(opts->history, *file); });
+  cmd->require_subcommand(0, 1);
+  exp->fallthrough();  // `history export FILE --history PATH` too
+  imp->fallthrough();
+  describe_command(cmd, "", {"memgate history", "memgate history --build last", "memgate history --build 12 --json",
+                             "memgate history export team-prior.json"});
+  cmd->callback([cmd, exp, imp, opts, status] {
+    if (cmd->got_subcommand(exp) || cmd->got_subcommand(imp)) return;
+    *status = run_history(*opts);
+  });
 }
 
 }  // namespace memgate

@@ -65,17 +65,17 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
   plan::Machine here = plan::this_machine();
   int cores = a.cores ? *a.cores : here.cores;
   if (cores < 1) return Error{"--cores must be at least 1"};
-  Bytes capacity = here.capacity;
+  Capacity cap = detect_capacity();
   const std::string& size = a.capacity.empty() ? a.memory : a.capacity;
-  if (!size.empty()) {
+  if (!size.empty()) {  // another machine: all of SIZE is its physical memory
     auto m = parse_size(size, here.capacity);
     if (!m) return Error{fmt::format("--capacity: {}", m.error())};
-    capacity = *m;
+    cap = compute_capacity(*m, std::nullopt);
   }
-  if (capacity <= 0) return Error{"cannot tell this machine's memory: give --capacity SIZE"};
-  auto budget = compute_budget(capacity, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
+  if (cap.capacity <= 0) return Error{"cannot tell this machine's memory: give --capacity SIZE"};
+  auto budget = compute_budget(cap, a.reserve.empty() ? std::nullopt : std::optional(a.reserve), std::nullopt);
   if (!budget) return Error{budget.error()};
-  plan::Machine m = plan::machine_with(cores, capacity);
+  plan::Machine m = plan::machine_with(cores, cap.capacity);
   m.reserve = budget->reserve;
   return m;
 }

@@ -41,13 +41,19 @@ void add_run_command(CLI::App& app, int* status) {
                   "memory the build may use (SIZE: 2560M, 8G, 80%; at least 64M); default capacity - reserve")
       ->type_name("SIZE")
       ->check(memory_check());
-  cmd->add_option("--reserve", opt->reserve, "memory never handed to jobs (default 5% of capacity, 512 MiB..8 GiB)")
+  cmd->add_option("--reserve", opt->reserve,
+                  "memory never handed to jobs (default: 5% of physical memory, 512 MiB..8 GiB; under a cgroup or "
+                  "container limit 2%, 128 MiB..2 GiB)")
       ->type_name("SIZE")
       ->check(size_check());
   cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)")
       ->type_name("N")
       ->check(CLI::Range(1, kMaxJobs));
   cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
+  cmd->add_option("--prior", opt->prior,
+                  "job profiles (from 'memgate history export') that predict this run's unseen jobs, without "
+                  "importing them into history (default: $MEMGATE_PRIOR)")
+      ->type_name("FILE");
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE")->type_name("FILE.html");
   cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE")
       ->type_name("FILE.json");

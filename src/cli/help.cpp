@@ -31,7 +31,9 @@ class Formatter : public CLI::Formatter {
       }
       return out;
     }
-    std::string out = "Usage: memgate " + app->get_name();
+    std::string path = app->get_name();  // "history export" for a nested command
+    for (const CLI::App* p = app->get_parent(); p && p->get_parent(); p = p->get_parent()) path = p->get_name() + " " + path;
+    std::string out = "Usage: memgate " + path;
     if (app->get_options([](const CLI::Option* o) { return o->nonpositional(); }).size() > 1) out += " [OPTIONS]";
     if (!tail_.empty()) out += " " + tail_;
     return out + "\n";
@@ -108,30 +110,45 @@ void describe_app(CLI::App& app, const std::vector<std::string>& examples) {
   app.footer(examples_footer(examples));
 }
 
+namespace {
+
+// One command's synopsis lines: `head` and its options, wrapped at kWidth;
+// then, one line each, the commands nested in it ("memgate history export").
+void synopsis_of(const CLI::App& cmd, const std::string& head, std::string& out) {
+  std::vector<std::string> items;
+  auto f = std::dynamic_pointer_cast<const Formatter>(cmd.get_formatter());
+  const std::string tail = f ? f->tail() : "";
+  for (const CLI::Option* o : cmd.get_options()) {
+    if (o == cmd.get_help_ptr() || o->get_group().empty()) continue;
+    if (!o->nonpositional()) {  // a positional: its name, required (unless the tail names it)
+      if (tail.empty()) items.push_back(o->get_name());
+      continue;
+    }
+    std::string name = o->get_lnames().empty() ? "-" + o->get_snames().front() : "--" + o->get_lnames().front();
+    // A validator adds ":POSITIVE" and the like to the metavar.
+    if (o->get_expected_max() != 0) name += " " + o->get_type_name().substr(0, o->get_type_name().find(':'));
+    items.push_back("[" + name + "]");
+  }
+  if (!tail.empty()) items.push_back(tail);
+  std::string line = head;
+  for (const std::string& item : items) {
+    if (line.size() + 1 + item.size() > kWidth) {
+      out += line + "\n";
+      line = std::string(head.size(), ' ');
+    }
+    line += " " + item;
+  }
+  out += line + "\n";
+  for (const CLI::App* sub : cmd.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); }))
+    synopsis_of(*sub, head + " " + sub->get_name(), out);
+}
+
+}  // namespace
+
 std::string synopsis(const CLI::App& app) {
   std::string out;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) {
-    std::vector<std::string> items;
-    for (const CLI::Option* o : sub->get_options()) {
-      if (o == sub->get_help_ptr() || o->get_group().empty()) continue;
-      std::string name = o->get_lnames().empty() ? "-" + o->get_snames().front() : "--" + o->get_lnames().front();
-      // A validator adds ":POSITIVE" and the like to the metavar.
-      if (o->get_expected_max() != 0) name += " " + o->get_type_name().substr(0, o->get_type_name().find(':'));
-      items.push_back("[" + name + "]");
-    }
-    if (auto f = std::dynamic_pointer_cast<const Formatter>(sub->get_formatter()); f && !f->tail().empty())
-      items.push_back(f->tail());
-    std::string head = "memgate " + sub->get_name();
-    std::string line = head;
-    for (const std::string& item : items) {
-      if (line.size() + 1 + item.size() > kWidth) {
-        out += line + "\n";
-        line = std::string(head.size(), ' ');
-      }
-      line += " " + item;
-    }
-    out += line + "\n";
-  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); }))
+    synopsis_of(*sub, "memgate " + sub->get_name(), out);
   out += "memgate --version | --help\n";
   return out;
 }

@@ -28,10 +28,12 @@ Capacity compute_capacity(Bytes physical, std::optional<std::pair<Bytes, std::st
   return c;
 }
 
-Bytes default_reserve(Bytes capacity) {
-  if (capacity <= 0) return 0;
-  Bytes r = std::clamp<Bytes>(capacity / 20, 512 * MiB, 8 * GiB);
-  return std::min(r, capacity / 2);
+// The rule and why: capacity.hpp.
+Bytes default_reserve(const Capacity& c) {
+  if (c.capacity <= 0) return 0;
+  Bytes r = c.capacity_source == "cgroup" ? std::clamp<Bytes>(c.capacity / 50, 128 * MiB, 2 * GiB)
+                                          : std::clamp<Bytes>(c.capacity / 20, 512 * MiB, 8 * GiB);
+  return std::min(r, c.capacity / 2);
 }
 
 Budget budget_for(Bytes capacity, Bytes reserve) {
@@ -42,22 +44,24 @@ Budget budget_for(Bytes capacity, Bytes reserve) {
   return b;
 }
 
-Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& reserve_flag,
+Result<Budget> compute_budget(const Capacity& cap, const std::optional<std::string>& reserve_flag,
                               const std::optional<std::string>& memory_flag) {
+  const Bytes capacity = cap.capacity;
   if (capacity <= 0) return Error{"cannot tell how much memory this machine has"};
-  Budget b;
-  b.capacity = capacity;
-  b.reserve = default_reserve(capacity);
+  Bytes reserve = default_reserve(cap);
+  std::string rule = cap.capacity_source == "cgroup" ? "cgroup" : "machine";
   if (reserve_flag) {
     auto r = parse_size(*reserve_flag, capacity);
     if (!r) return Error{fmt::format("--reserve: {}", r.error())};
-    b.reserve = *r;
+    reserve = *r;
+    rule = "--reserve";
   }
-  if (b.reserve >= capacity) {
+  if (reserve >= capacity) {
     return Error{fmt::format("--reserve {} leaves nothing of the capacity ({}) for the build",
-                             format_bytes(b.reserve), format_bytes(capacity))};
+                             format_bytes(reserve), format_bytes(capacity))};
   }
-  b = budget_for(capacity, b.reserve);
+  Budget b = budget_for(capacity, reserve);
+  b.reserve_rule = rule;
   Bytes most = b.budget;
   if (memory_flag) {
     auto m = parse_size(*memory_flag, capacity);

@@ -24,14 +24,34 @@ struct Capacity {
 // nothing the hardware does not already bind.
 Capacity compute_capacity(Bytes physical, std::optional<std::pair<Bytes, std::string>> cgroup_limit);
 
-// 5% of capacity, clamped to [512 MiB, 8 GiB]; but never more than half the
-// capacity, so a tiny container (say 768 MiB) still leaves its build some
-// memory instead of a 512 MiB reserve eating two thirds of it.
-Bytes default_reserve(Bytes capacity);
+// The reserve fits what it protects (README "Capacity and budget"):
+//
+// - Capacity is physical memory: the reserve protects the rest of the
+//   machine (sshd, the desktop, other users, the kernel) from the build.
+//   5% of capacity, clamped to [512 MiB, 8 GiB].
+// - Capacity is a cgroup or container limit below physical memory: the
+//   machine outside is already protected by that limit, which the kernel
+//   enforces whatever the build does. The reserve then only has to keep
+//   the confined build off its own hard limit: memory the governor does
+//   not see as a job's (memgate itself, kernel memory and page cache
+//   charged to the cgroup) and how far jobs grow between two measurements
+//   (0.1 s, 0.02 s near the limit) before a freeze takes effect. 2% of
+//   capacity, clamped to [128 MiB, 2 GiB]. The build tool, the waiting
+//   wrappers and anything ungated are measured live and count against
+//   the budget as overhead, and everything outside the build in that
+//   cgroup is subtracted from the budget live too (Governor: E =
+//   min(budget, capacity - reserve - outside)); the governor freezes at
+//   92% and kills at 98.5% of E, so the margin to the hard limit is the
+//   reserve plus those 8%.
+//
+// Either way never more than half the capacity, so a tiny container (say
+// 768 MiB) still leaves its build some memory.
+Bytes default_reserve(const Capacity& capacity);
 
 struct Budget {
   Bytes capacity = 0;
   Bytes reserve = 0;
+  std::string reserve_rule;  // why the reserve is what it is: "machine", "cgroup" or "--reserve"
   Bytes budget = 0;      // what the build may use
   bool clamped = false;  // --memory asked for more than capacity - reserve
 };
@@ -55,7 +75,7 @@ std::string memory_flag_problem(const std::string& text);
 // promise, so no flag can buy into the reserve. A bad SIZE, a reserve that
 // leaves nothing, or a budget under kMinBuildMemory (a percentage can
 // still come to that) is an error that says which.
-Result<Budget> compute_budget(Bytes capacity, const std::optional<std::string>& reserve_flag,
+Result<Budget> compute_budget(const Capacity& capacity, const std::optional<std::string>& reserve_flag,
                               const std::optional<std::string>& memory_flag);
 
 // This machine: physical = MemTotal (sysconf if /proc/meminfo is

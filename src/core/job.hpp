@@ -17,8 +17,8 @@ namespace memgate {
 // Where a prediction came from, best first.
 enum class PredictionSource {
   history,   // this identity's own past runs
-  imported,  // history imported from another machine (history import / --prior)
-  prior,     // a prior shipped with memgate
+  imported,  // profiles imported into history from another machine (history import)
+  prior,     // a prior file seeding this run only (--prior, MEMGATE_PRIOR, the shipped flash-attn prior)
   similar,   // jobs like it (same class, similar source name), in history
   build,     // jobs of the same class finished earlier in this build
   profile,   // plan: the job's own measured profile
@@ -148,6 +148,20 @@ struct Prediction {
   Bytes after_peak = 0;
   double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
   PredictionSource source = PredictionSource::fallback;
+};
+
+// One identity's learned figures, as `history export` writes them and
+// `history import` and `--prior` read them (history/profiles.hpp): what
+// the predictor needs, and nothing that ties it to a machine or a user.
+struct JobProfile {
+  JobKey key;                   // identity, klass, tool, stem, cpu_weight
+  Bytes peak = 0;               // measured peak, no margin
+  double wall_s = 0;
+  double cpu_s = 0;
+  double peak_over_frac = 1.0;  // see Prediction
+  Bytes after_peak = 0;
+  int runs = 1;                 // complete runs it sums up
+  PredictionSource origin = PredictionSource::history;  // history (own), imported or prior
 };
 
 // A point of a memory profile: seconds since the job (or build) started.

@@ -64,7 +64,9 @@ void render_capacity(const Findings& f, std::string& out) {
   if (c.cgroup_limit) out += fmt::format("  cgroup limit     {} (set by {})\n", format_bytes(*c.cgroup_limit), c.cgroup_limit_source);
   else out += "  cgroup limit     none\n";
   out += fmt::format("  capacity         {} ({})\n", format_bytes(c.capacity), c.capacity_source);
-  out += fmt::format("  reserve          {}\n", format_bytes(f.budget.reserve));
+  out += fmt::format("  reserve          {} ({})\n", format_bytes(f.budget.reserve),
+                     f.budget.reserve_rule == "cgroup" ? "2% in a cgroup limit: the limit protects the machine"
+                                                       : "5% of the machine, for everything else on it");
   out += fmt::format("  budget           {} (what a build may use)\n", format_bytes(f.budget.budget));
   out += fmt::format("  MemAvailable     {} (MemFree {}, Cached {})\n", opt_bytes(f.meminfo.available),
                      opt_bytes(f.meminfo.free), opt_bytes(f.meminfo.cached));
@@ -109,7 +111,7 @@ Findings gather(const GatherOptions& options) {
   Bytes physical = f.meminfo.total.value_or(0);
   if (physical <= 0) physical = detect_capacity().physical;
   f.capacity = compute_capacity(physical, limit);
-  if (auto b = compute_budget(f.capacity.capacity, std::nullopt, std::nullopt)) f.budget = *b;
+  if (auto b = compute_budget(f.capacity, std::nullopt, std::nullopt)) f.budget = *b;
   if (f.cgroups.version != platform::CgroupVersion::none) f.cgroup_usage = platform::Cgroup::self(f.cgroups).usage();
   probe_cgroups(f);
   f.psi = platform::read_psi();
@@ -204,6 +206,7 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
   j["cgroup_limit_bytes"] = json_opt(f.capacity.cgroup_limit);
   j["cgroup_limit_source"] = f.capacity.cgroup_limit ? nlohmann::json(f.capacity.cgroup_limit_source) : nullptr;
   j["reserve_bytes"] = f.budget.reserve;
+  j["reserve_rule"] = f.budget.reserve_rule;
   j["budget_bytes"] = f.budget.budget;
   j["mem_available_bytes"] = json_opt(f.meminfo.available);
   j["mem_free_bytes"] = json_opt(f.meminfo.free);

@@ -214,6 +214,17 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     Bytes need = std::max(j->pred.peak, j->peak_floor);
     bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
     bool fits_mem = !pressure && need <= left - starve_reserve;
+    Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
+    if (cold > 0 && cold <= left - starve_reserve) {
+      // Admitted on what its running siblings show: that is its
+      // prediction now (and its reservation), from this build.
+      need = cold;
+      fits_mem = true;
+      j->speculative = true;
+      j->pred.peak = cold;
+      j->pred.source = PredictionSource::build;
+      j->pred.confidence = std::min(j->pred.confidence, 0.25);
+    }
     j->blocked_by_cpu = !fits_cpu;
     j->blocked_by_memory = fits_cpu && !fits_mem;
     if (fits_cpu && fits_mem) {
@@ -298,6 +309,30 @@ void Governor::decline_jobs(double now, Decisions& out) {
     gone.push_back(id);
   }
   for (JobId id : gone) retire(id);
+}
+
+Bytes Governor::cold_need(const GovJob& j, double now) const {
+  const Prediction& p = j.pred;
+  const bool cold = p.source == PredictionSource::fallback ||
+                    ((p.source == PredictionSource::build || p.source == PredictionSource::similar) &&
+                     p.confidence <= 0.35);
+  if (!cold || j.attempts > 0) return 0;  // a job that was killed knows better
+  double best_w = 0;
+  int in_flight = 0;
+  int confirmed = 0;
+  if (auto it = finished_by_klass_.find(j.key.klass); it != finished_by_klass_.end()) confirmed = it->second;
+  for (const auto& [id, r] : jobs_) {
+    if (id == j.id || r.key.klass != j.key.klass) continue;
+    if (r.state != JobState::running && r.state != JobState::frozen) continue;
+    const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);
+    if (falling) ++confirmed;
+    else if (r.speculative) ++in_flight;
+    if (now - r.start_t < cfg_.live_min_s || r.attempt_peak <= 0) continue;
+    const double margin = falling ? cfg_.live_margin_falling : cfg_.live_margin_rising;
+    best_w = std::max(best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
+  }
+  if (best_w <= 0 || in_flight >= std::max(1, confirmed)) return 0;
+  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(best_w * std::max(1, j.key.cpu_weight))));
 }
 
 namespace {
@@ -476,6 +511,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
   j.state = JobState::done;
   count(Counter::jobs);
   if (how != ExitKind::finished || exit_status != 0) count(Counter::failed);
+  else ++finished_by_klass_[j.key.klass];
   retire(id);
   return false;
 }

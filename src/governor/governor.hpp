@@ -3,6 +3,13 @@
 // runner feeds it measurements and carries out its decisions. No I/O, no
 // processes: tests drive it with fakes.
 //
+// Cold start. A job nothing is known about would wait for a per-tool
+// default (nvcc: 4 GiB per pipeline) that may not fit beside anything. The
+// live peaks of running jobs of its klass are evidence too (a running
+// job's memory so far is a lower bound of its peak), so such a job may be
+// admitted on them, a few at a time (cold_need); freezing and requeueing
+// catch the misses.
+//
 // Memory model. The build has an effective limit E = min(budget,
 // capacity - reserve - memory outside the build). Every running job holds
 // a reservation: its predicted peak until it is past that peak for good,
@@ -72,6 +79,14 @@ struct GovernorConfig {
   // long is declined rather than kept waiting past its client's timeout;
   // the client then compiles it elsewhere. 0: never.
   double decline_after_s = 0;
+  // Cold admission (cold_need): a running job's peak so far, per unit of
+  // CPU weight, times this margin predicts a waiting job of its klass
+  // that has nothing better than a default or a klass-wide guess; the
+  // margin is larger while the running job is still rising. Only jobs
+  // that have run this long count as evidence.
+  double live_margin_rising = 1.5;
+  double live_margin_falling = 1.15;
+  double live_min_s = 1.0;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -110,6 +125,10 @@ struct GovJob {
   double queued_t = 0;       // when it last entered the queue
   double blocked_since = -1; // when it became memory-blocked at the head of the queue
   bool waited_for_memory = false;
+  // Admitted on the live peaks of running jobs of its klass rather than
+  // on a prediction (cold_need): until it is past its peak or done, it
+  // holds back the next such admission of its klass.
+  bool speculative = false;
   bool blocked_by_memory = false;  // last step: fits CPU but not memory
   bool blocked_by_cpu = false;     // last step: does not fit CPU
   Bytes current = 0;         // now
@@ -215,6 +234,13 @@ class Governor {
   int busy_slots() const;
   int unfrozen_running() const;
   Bytes overhead(const MemoryView& view) const;
+  // Cold admission: for a waiting job predicted by no more than a
+  // default or a klass-wide guess, what the running jobs of its klass
+  // show (see GovernorConfig), or 0 when they show nothing usable or the
+  // klass already has as many such admissions in flight as it has jobs
+  // known past their peak or finished (a slow start: the number of
+  // optimistic jobs at most doubles per peak).
+  Bytes cold_need(const GovJob& j, double now) const;
 
   GovernorConfig cfg_;
   PredictFn predict_;
@@ -226,6 +252,7 @@ class Governor {
   void retire(JobId id);
   void repredict_waiting();
   JobId next_id_ = 1;
+  std::map<std::string, int> finished_by_klass_;  // jobs of this build done with status 0
   Counters counters_;
   std::vector<GovEvent> events_;
   double last_t_ = -1;

@@ -70,6 +70,14 @@ class History {
   // Jobs of recent builds, oldest first, for seeding the predictor. Only
   // the fields the predictor needs are guaranteed to be filled.
   virtual std::vector<JobRecord> jobs_for_prediction(int max_builds) = 0;
+
+  // Profiles imported from other machines (`history import`), one per
+  // identity, origin imported.
+  virtual std::vector<JobProfile> imported_profiles() = 0;
+  // Merges profiles into the imported ones in one transaction: a profile
+  // replaces the imported one of its identity. Returns how many identities
+  // were new. On error nothing is changed.
+  virtual Result<int> import_profiles(const std::vector<JobProfile>& profiles) = 0;
 };
 
 }  // namespace memgate

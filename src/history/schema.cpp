@@ -73,6 +73,25 @@ ALTER TABLE jobs ADD COLUMN placement TEXT NOT NULL DEFAULT 'local';
 ALTER TABLE jobs ADD COLUMN engine    TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v3: profiles imported from other machines (`history import`), one per
+// identity; a later import of an identity replaces it.
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE imported (
+  identity       TEXT    PRIMARY KEY,
+  tool           TEXT    NOT NULL,
+  klass          TEXT    NOT NULL,
+  stem           TEXT    NOT NULL,
+  cpu_weight     INTEGER NOT NULL,
+  peak_bytes     INTEGER NOT NULL,
+  wall_s         REAL    NOT NULL,
+  cpu_s          REAL    NOT NULL,
+  peak_over_frac REAL    NOT NULL,
+  after_peak_bytes INTEGER NOT NULL,
+  runs           INTEGER NOT NULL,
+  imported_unix  REAL    NOT NULL
+);
+)sql";
+
 // Negative versions are refused here: memgate never writes one, and the
 // migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
@@ -86,7 +105,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1, kV2};
+  static const std::vector<std::string_view> list = {kV1, kV2, kV3};
   return list;
 }
 

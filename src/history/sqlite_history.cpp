@@ -1,5 +1,7 @@
 #include "history/sqlite_history.hpp"
 
+#include <ctime>
+
 #include <fmt/core.h>
 
 #include "history/codec.hpp"
@@ -245,6 +247,75 @@ std::optional<std::int64_t> SqliteHistory::last_build_id(const BuildQuery& q) {
 
 std::vector<JobRecord> SqliteHistory::jobs_for_prediction(int max_builds) {
   return query_jobs(kSelectRecentJobs, max_builds > 0 ? max_builds : -1);
+}
+
+namespace {
+
+constexpr std::string_view kSelectImported =
+    "SELECT identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, after_peak_bytes, "
+    "runs FROM imported ORDER BY identity";
+constexpr std::string_view kUpsertImported =
+    "INSERT INTO imported (identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, "
+    "after_peak_bytes, runs, imported_unix) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (identity) DO UPDATE SET tool = excluded.tool, klass = excluded.klass, stem = excluded.stem, "
+    "cpu_weight = excluded.cpu_weight, peak_bytes = excluded.peak_bytes, wall_s = excluded.wall_s, "
+    "cpu_s = excluded.cpu_s, peak_over_frac = excluded.peak_over_frac, after_peak_bytes = excluded.after_peak_bytes, "
+    "runs = excluded.runs, imported_unix = excluded.imported_unix";
+
+}  // namespace
+
+std::vector<JobProfile> SqliteHistory::imported_profiles() {
+  std::vector<JobProfile> out;
+  auto st = db_.prepare(kSelectImported);
+  if (!st) {
+    warn_once("read", st.error());
+    return out;
+  }
+  std::string err;
+  while (st->step(&err)) {
+    JobProfile p;
+    p.key.identity = st->text(0);
+    p.key.tool = st->text(1);
+    p.key.klass = st->text(2);
+    p.key.stem = st->text(3);
+    p.key.cpu_weight = static_cast<int>(st->int64(4));
+    p.peak = st->int64(5);
+    p.wall_s = st->real(6);
+    p.cpu_s = st->real(7);
+    p.peak_over_frac = st->real(8);
+    p.after_peak = st->int64(9);
+    p.runs = static_cast<int>(st->int64(10));
+    p.origin = PredictionSource::imported;
+    out.push_back(std::move(p));
+  }
+  if (!err.empty()) warn_once("read", err);
+  return out;
+}
+
+Result<int> SqliteHistory::import_profiles(const std::vector<JobProfile>& profiles) {
+  auto fail = [&](const std::string& why) -> Result<int> {
+    (void)db_.exec("ROLLBACK");
+    return Error{fmt::format("cannot import into history database {}: {}", path_, why)};
+  };
+  if (auto s = db_.exec("BEGIN IMMEDIATE"); !s)
+    return Error{fmt::format("cannot import into history database {}: {}", path_, s.error())};
+  auto count = db_.query_text("SELECT count(*) FROM imported");
+  if (!count) return fail(count.error());
+  const int before = count->empty() ? 0 : std::stoi(*count);
+  auto st = db_.prepare(kUpsertImported);
+  if (!st) return fail(st.error());
+  const double now = static_cast<double>(std::time(nullptr));
+  for (const JobProfile& p : profiles) {
+    st->bind(1, p.key.identity).bind(2, p.key.tool).bind(3, p.key.klass).bind(4, p.key.stem);
+    st->bind(5, p.key.cpu_weight).bind(6, p.peak).bind(7, p.wall_s).bind(8, p.cpu_s).bind(9, p.peak_over_frac);
+    st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now);
+    if (auto s = st->run(); !s) return fail(s.error());
+    st->reset();
+  }
+  count = db_.query_text("SELECT count(*) FROM imported");
+  if (!count) return fail(count.error());
+  if (auto s = db_.exec("COMMIT"); !s) return fail(s.error());
+  return (count->empty() ? 0 : std::stoi(*count)) - before;
 }
 
 }  // namespace memgate

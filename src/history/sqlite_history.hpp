@@ -18,6 +18,8 @@ class SqliteHistory final : public History {
   std::optional<BuildRecord> load_build(std::int64_t id) override;
   std::optional<std::int64_t> last_build_id(const BuildQuery& query) override;
   std::vector<JobRecord> jobs_for_prediction(int max_builds) override;
+  std::vector<JobProfile> imported_profiles() override;
+  Result<int> import_profiles(const std::vector<JobProfile>& profiles) override;
 
  private:
   Status insert_jobs(std::int64_t build_id, const std::vector<JobRecord>& jobs);

@@ -11,10 +11,15 @@ Machine machine_with(int cores, Bytes capacity) {
   Machine m;
   m.cores = std::max(1, cores);
   m.capacity = std::max<Bytes>(0, capacity);
-  m.reserve = default_reserve(m.capacity);
+  m.reserve = default_reserve(compute_capacity(m.capacity, std::nullopt));  // a whole machine
   return m;
 }
 
-Machine this_machine() { return machine_with(platform::detect_cores(), detect_capacity().capacity); }
+Machine this_machine() {
+  const Capacity cap = detect_capacity();
+  Machine m = machine_with(platform::detect_cores(), cap.capacity);
+  m.reserve = default_reserve(cap);  // the cgroup rule where a limit binds
+  return m;
+}
 
 }  // namespace memgate::plan

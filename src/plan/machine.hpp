@@ -8,7 +8,7 @@
 
 namespace memgate::plan {
 
-// A machine with this capacity and the default reserve.
+// A whole machine with this physical memory and its default reserve.
 Machine machine_with(int cores, Bytes capacity);
 
 // This machine: the cores this process may use (affinity and CPU quota)

@@ -241,9 +241,44 @@ Scan scan_arguments(const std::vector<std::string>& a, size_t first, Family fam)
   return s;
 }
 
-std::string mode_of(const Scan& s, Family fam) {
+// A path inside a build system's scratch area for configure-time checks:
+// CMake's try_compile (CMakeFiles/CMakeScratch/TryCompile-*, before 3.24
+// CMakeFiles/CMakeTmp) and compiler identification
+// (CMakeFiles/<version>/CompilerId<LANG>), Meson's compiler checks
+// (meson-private/tmp*).
+bool in_probe_dir(std::string_view path) {
+  const auto parts = path_components(path);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    if (p.rfind("TryCompile-", 0) == 0) return true;
+    if (i == 0) continue;
+    const std::string& up = parts[i - 1];
+    if (up == "CMakeFiles" && (p == "CMakeScratch" || p == "CMakeTmp")) return true;
+    if (up == "meson-private" && p.rfind("tmp", 0) == 0) return true;
+    if (i >= 2 && parts[i - 2] == "CMakeFiles" && p.rfind("CompilerId", 0) == 0) return true;
+  }
+  return false;
+}
+
+// A compile or link a build system runs to learn about the compiler, not
+// to build the tree: in a probe directory (above), or autoconf's
+// conftest.c / conftest.cpp / conftest.o / conftest.
+bool is_configure_probe(const Scan& s, const std::string& cwd) {
+  if (in_probe_dir(cwd)) return true;
+  std::vector<std::string> paths = s.sources;
+  if (!s.output.empty()) paths.push_back(s.output);
+  for (const std::string& p : paths) {
+    std::string name = basename_of(p);
+    if (name == "conftest" || name.rfind("conftest.", 0) == 0) return true;
+    if (p.find('/') != std::string::npos && in_probe_dir(p)) return true;
+  }
+  return false;
+}
+
+std::string mode_of(const Scan& s, Family fam, const std::string& cwd) {
   if (fam == Family::linker) return "link";
   if (fam == Family::rustc) return "compile";
+  if (is_configure_probe(s, cwd)) return "probe";
   if (s.preprocess || s.deps_only) return "preprocess";
   return s.compile ? "compile" : "link";
 }
@@ -380,6 +415,25 @@ std::string klass_family(std::string_view klass) {
   return std::string(klass.substr(0, klass.find('[')));
 }
 
+bool is_probe_klass(std::string_view klass) {
+  std::string family = klass_family(klass);
+  return family.size() >= 6 && family.compare(family.size() - 6, 6, ":probe") == 0;
+}
+
+bool is_version_query(const std::vector<std::string>& argv) {
+  if (argv.empty()) return false;
+  const size_t first = program_index(argv) + 1;
+  if (argv.size() == first + 1 && (argv[first] == "-v" || argv[first] == "-vV" || argv[first] == "-V")) return true;
+  for (size_t i = first; i < argv.size(); ++i) {
+    std::string_view a = argv[i];
+    if (a == "--version" || a == "-dumpversion" || a == "-dumpfullversion" || a == "-dumpmachine" ||
+        a == "--help" || a.rfind("-print-", 0) == 0 || a.rfind("--print-", 0) == 0 || a == "--print" ||
+        a.rfind("--print=", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
 CommandInfo analyze_command(const std::vector<std::string>& argv, const std::string& cwd) {
   CommandInfo info;
   if (argv.empty()) {
@@ -394,7 +448,7 @@ CommandInfo analyze_command(const std::vector<std::string>& argv, const std::str
   info.key.tool = normalize_tool_name(argv[prog]);
   Family fam = family_of(info.key.tool);
   Scan s = scan_arguments(argv, prog + 1, fam);
-  info.mode = mode_of(s, fam);
+  info.mode = is_version_query(argv) ? "probe" : mode_of(s, fam, cwd);
   info.output = s.output;
   info.source = s.sources.empty() ? "" : s.sources.front();
   info.archs = s.archs.targets();

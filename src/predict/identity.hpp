@@ -12,7 +12,16 @@
 //   distcc, icecc, buildcache, `memgate wrap --`) skipped, and version and
 //   target-triple decorations removed (x86_64-linux-gnu-g++-12 -> g++).
 // - MODE is compile (-c, -S, nvcc -dc/-ptx/-cubin/-fatbin), preprocess
-//   (-E, -M without -MD), or link (anything else).
+//   (-E, -M without -MD), link (anything else), or probe: a version
+//   query (is_version_query) or a configure-time check of a build system
+//   (CMake try_compile and compiler identification under
+//   CMakeFiles/CMakeScratch, CMakeFiles/CMakeTmp, TryCompile-*,
+//   CMakeFiles/<version>/CompilerId*; Meson's meson-private/tmp*;
+//   autoconf's conftest.c, conftest.cpp, conftest.o, conftest). Probes
+//   are gated and recorded like any job but never learned into class
+//   statistics (Predictor::learn): a CMake check compiles 4 MiB where the
+//   tree's real compiles take 60 MiB, and would drag their estimate down
+//   10x. Preprocess-only jobs have their own klass for the same reason.
 // - OUTPUT is the -o path relative to the build directory (the job's cwd)
 //   when it lies inside it, which is what build systems generate; a build
 //   directory moved elsewhere keeps its identities. An output outside the
@@ -51,7 +60,7 @@ struct CommandInfo {
   JobKey key;                      // tool, identity, klass, stem, cpu_weight
   std::string output;              // -o argument as given, "" if none
   std::vector<std::string> archs;  // normalised target archs, e.g. {"sm_80", "sm_90"}
-  std::string mode;                // "compile", "preprocess" or "link"
+  std::string mode;                // "compile", "preprocess", "link" or "probe"
   std::string source;              // main source as given, "" if none
   int gpu_pipelines = 0;           // distinct virtual GPU archs compiled (0: not a GPU compile)
 };
@@ -85,5 +94,14 @@ std::string normalize_tool_name(std::string_view program);
 
 // The family of a klass: the part before the arch list.
 std::string klass_family(std::string_view klass);
+
+// A klass of probes (TOOL:probe): never learned into class statistics.
+bool is_probe_klass(std::string_view klass);
+
+// A version or configuration query (`-v` alone, `-vV`, `-V`, `--version`,
+// `-dumpversion`, `-dumpmachine`, `-print-*`, `--print*`, `--help`):
+// no real work. The wrapper runs these ungated (waiting behind heavy jobs
+// would only slow configure steps), and analyze_command calls them probes.
+bool is_version_query(const std::vector<std::string>& argv);
 
 }  // namespace memgate

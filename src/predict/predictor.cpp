@@ -11,17 +11,6 @@
 namespace memgate {
 namespace {
 
-// What one identity contributes to the similarity groups: its latest
-// complete run, peaks per unit of CPU weight.
-struct Entry {
-  double peak_w = 0;
-  double wall_s = 0;
-  double cpu_s = 0;
-  double peak_over_frac = 1.0;
-  double after_w = 0;
-  bool in_build = false;
-};
-
 struct Stats {
   double peak_w = 0;
   double wall_s = 0;
@@ -30,6 +19,7 @@ struct Stats {
   double after_w = 0;
   std::size_t n = 0;
   bool in_build = false;
+  bool only_profiles = false;  // no run seen here among them: a guess from elsewhere
 };
 
 // Nearest rank, rounding up, so that small groups lean high.
@@ -80,6 +70,18 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
+// What one identity contributes to the similarity groups: its latest
+// complete run (or its profile), peaks per unit of CPU weight.
+struct Predictor::Entry {
+  double peak_w = 0;
+  double wall_s = 0;
+  double cpu_s = 0;
+  double peak_over_frac = 1.0;
+  double after_w = 0;
+  bool in_build = false;
+  bool profile = false;  // from a profile (imported, prior), not a run seen here
+};
+
 // A trie over stem tokens; every node holds the entries of all jobs below it,
 // so the root is the whole klass (or family).
 struct Predictor::Node {
@@ -96,7 +98,11 @@ struct Predictor::Node {
     if (cache) return *cache;
     std::vector<double> peaks, walls, cpus, pofs, afters;
     Stats s;
+    // Runs seen here (history, this build) outweigh every profile: a
+    // prior names jobs like these, the runs measured them.
+    s.only_profiles = std::all_of(entries.begin(), entries.end(), [](const auto& kv) { return kv.second.profile; });
     for (const auto& [id, e] : entries) {
+      if (e.profile && !s.only_profiles) continue;
       peaks.push_back(e.peak_w);
       if (e.wall_s > 0) walls.push_back(e.wall_s);
       if (e.cpu_s > 0) cpus.push_back(e.cpu_s);
@@ -104,7 +110,7 @@ struct Predictor::Node {
       afters.push_back(e.after_w);
       s.in_build = s.in_build || e.in_build;
     }
-    s.n = entries.size();
+    s.n = peaks.size();
     s.peak_w = quantile(peaks, q);
     s.wall_s = median_of(walls);
     s.cpu_s = median_of(cpus);
@@ -114,17 +120,27 @@ struct Predictor::Node {
     return *cache;
   }
 
-  // The deepest node along `tokens` that has entries, and its depth.
-  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens) const {
+  bool has_runs() const {
+    return std::any_of(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second.profile; });
+  }
+
+  // The deepest node along `tokens` that has entries (with `runs`: runs
+  // seen here, not only profiles), and its depth.
+  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens, bool runs) const {
     const Node* n = this;
-    int depth = 0;
+    const Node* best = this;
+    int depth = 0, best_depth = 0;
     for (const auto& t : tokens) {
       auto it = n->children.find(t);
       if (it == n->children.end() || it->second->entries.empty()) break;
       n = it->second.get();
       ++depth;
+      if (!runs || n->has_runs()) {
+        best = n;
+        best_depth = depth;
+      }
     }
-    return {n, depth};
+    return {best, best_depth};
   }
 };
 
@@ -170,18 +186,40 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   runs.push_back(r);
   if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
   if (r.failed || r.killed) return;  // only complete runs describe a kind of job
+  // A configure probe says nothing about the tree's real compiles (see
+  // identity.hpp): its own identity remembers it, no group does.
+  if (is_probe_klass(job.key.klass)) return;
 
   const double w = std::max(1, job.key.cpu_weight);
-  Entry e{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
-          static_cast<double>(r.after_peak) / w, in_build};
-  const int id = intern(job.key.identity);
-  const auto tokens = stem_tokens(job.key.stem);
+  index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
+                       static_cast<double>(r.after_peak) / w, in_build},
+        /*at_root=*/true);
+}
+
+void Predictor::add_profile(const JobProfile& p) {
+  if (p.peak <= 0 || p.key.identity.empty()) return;
+  profiles_[p.key.identity] = p;
+  if (is_probe_klass(p.key.klass)) return;
+  const double w = std::max(1, p.key.cpu_weight);
+  // Below the root only: a profile tells what jobs with a stem like its
+  // own need (a flash_bwd kernel's prior predicts other flash_bwd
+  // kernels), not what every job of its klass needs.
+  index(p.key, Entry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
+                     static_cast<double>(p.after_peak) / w, false, /*profile=*/true},
+        /*at_root=*/false);
+}
+
+// The identity's entry in its klass's and family's tries, at every depth
+// of its stem.
+void Predictor::index(const JobKey& key, const Entry& e, bool at_root) {
+  const int id = intern(key.identity);
+  const auto tokens = stem_tokens(key.stem);
   for (auto* groups : {&by_klass_, &by_family_}) {
-    const std::string name = groups == &by_klass_ ? job.key.klass : klass_family(job.key.klass);
+    const std::string name = groups == &by_klass_ ? key.klass : klass_family(key.klass);
     auto& root = (*groups)[name];
     if (!root) root = std::make_unique<Node>();
     Node* n = root.get();
-    n->put(id, e);
+    if (at_root) n->put(id, e);
     for (const auto& t : tokens) {
       auto& child = n->children[t];
       if (!child) child = std::make_unique<Node>();
@@ -249,13 +287,19 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
   if (auto it = by_klass_.find(key.klass); it != by_klass_.end()) klass = it->second.get();
   if (auto it = by_family_.find(klass_family(key.klass)); it != by_family_.end()) family = it->second.get();
 
-  // Similar stems: the klass first, then other archs of the same tool.
-  for (const Node* root : {klass, family}) {
+  // Similar stems: the klass first, then other archs of the same tool;
+  // runs seen here before profiles (a prior names jobs like these, the
+  // runs measured them).
+  for (const auto& [root, runs] : {std::pair{klass, true}, std::pair{family, true}, std::pair{klass, false},
+                                   std::pair{family, false}}) {
     if (!root) continue;
-    auto [node, depth] = root->deepest(tokens);
+    auto [node, depth] = root->deepest(tokens, runs);
     if (depth < need) continue;
     const Stats& s = node->stats(config_.similar_quantile);
-    return make(s, PredictionSource::similar, root == klass ? 0.6 : 0.45, s.peak_w);
+    // From profiles alone the guess is weak (cold admission may do better
+    // on what this build's running jobs show).
+    const double confidence = s.only_profiles ? 0.3 : root == klass ? 0.6 : 0.45;
+    return make(s, PredictionSource::similar, confidence, s.peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;
@@ -280,6 +324,19 @@ Prediction Predictor::predict(const JobKey& key) const {
   Bytes floor = 0;
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
     if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
+  }
+  if (auto it = profiles_.find(key.identity); it != profiles_.end()) {
+    const JobProfile& pr = it->second;
+    const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
+    Prediction p;
+    p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
+    p.wall_s = pr.wall_s;
+    p.cpu_s = pr.cpu_s;
+    p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
+    p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
+    p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
+    p.source = pr.origin;
+    return p;
   }
   Prediction p = from_groups(key).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);

@@ -11,17 +11,21 @@
 //     floor. If the identity has no complete successful run, its runs are
 //     only a floor under the next source. If the job's CPU weight changed
 //     (another nvcc --threads), its peaks are scaled by the ratio.
-//  2. "similar": jobs of the same klass whose stems share leading tokens
+//  2. "imported" / "prior": a profile of this identity from elsewhere
+//     (add_profile): its peak × margin.
+//  3. "similar": jobs of the same klass whose stems share leading tokens
 //     ("flash_bwd_hdim128_fp16_causal_sm80" ~ "flash_bwd_hdim128_bf16_sm80"),
 //     the deepest shared prefix of at least `min_similar_depth` tokens (or
 //     the whole stem); then the same across the family (same tool and
 //     mode, other archs). Peak = the `similar_quantile` of their peaks.
-//  3. "build" / "similar": the whole klass, then the whole family: the
+//  4. "build" / "similar": the whole klass, then the whole family: the
 //     `klass_quantile` of their peaks, with a margin of up to 50% while
 //     fewer than `prior_jobs` jobs are known (never above the default). "build" when jobs of
 //     this build are among them.
-//  4. "default": per-tool conservative defaults (default_prediction).
-// Sources 2 and 3 compare peaks per CPU weight (nvcc's peak grows with
+//  5. "default": per-tool conservative defaults (default_prediction).
+// Probe jobs (klass TOOL:probe: CMake/Meson/autoconf checks, version
+// queries) feed only their own identity's runs, never sources 3 and 4.
+// Sources 3 and 4 compare peaks per CPU weight (nvcc's peak grows with
 // the pipelines it runs at once) and scale by the asked job's weight.
 //
 // Per-tool defaults (peak per unit of CPU weight):
@@ -71,6 +75,12 @@ class Predictor {
 
   // A job from a past build (history), oldest first.
   void add_history(const JobRecord& job);
+  // A profile from elsewhere: imported into history (origin imported) or
+  // a prior file for this run (origin prior). It answers for its identity
+  // when the identity has no own complete run, and joins the similarity
+  // groups of its stem (never the klass-wide or family-wide estimate). A later profile of one identity replaces an
+  // earlier one.
+  void add_profile(const JobProfile& profile);
   // A job of the current build finished: predictions change from now on.
   // Also call it for an attempt memgate or the kernel killed (the record's
   // last attempt_log outcome "requeued" or "oom"), before it is retried.
@@ -92,15 +102,18 @@ class Predictor {
     bool killed = false;     // memgate or the OOM killer ended it
     int cpu_weight = 1;      // peaks scale with it when --threads changes
   };
-  struct Node;  // a stem-token trie over one klass or family
+  struct Node;   // a stem-token trie over one klass or family
+  struct Entry;  // what one identity puts in the tries
 
   void learn(const JobRecord& job, bool in_build);
+  void index(const JobKey& key, const Entry& e, bool at_root);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key) const;
   int intern(const std::string& identity);
 
   PredictorConfig config_;
   std::unordered_map<std::string, std::vector<Run>> runs_;  // by identity, oldest first
+  std::unordered_map<std::string, JobProfile> profiles_;    // imported and prior, by identity
   std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
   std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
   std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;

@@ -1,5 +1,7 @@
 #include "report/summary.hpp"
 
+#include <map>
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -112,6 +114,30 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
 
 namespace {
 
+// "predicted from: 40 own history, 10 imported, 1 default": where the
+// first admission's prediction of each job came from, best source first.
+std::string prediction_sources(const BuildRecord& b) {
+  std::map<PredictionSource, int> n;
+  for (const JobRecord& j : b.jobs) ++n[j.predicted.source];
+  std::string out;
+  for (const auto& [source, count] : n) {
+    std::string_view what = source == PredictionSource::history    ? "own history"
+                            : source == PredictionSource::build    ? "this build"
+                            : source == PredictionSource::fallback ? "default"
+                                                                   : name(source);
+    out += fmt::format("{}{} {}", out.empty() ? "predicted from: " : ", ", count, what);
+  }
+  return out;
+}
+
+// Whether any prediction came from a shared file (`history import`, a
+// prior): then the summary says so even when nothing else is notable.
+bool used_shared_profiles(const BuildRecord& b) {
+  return std::any_of(b.jobs.begin(), b.jobs.end(), [](const JobRecord& j) {
+    return j.predicted.source == PredictionSource::imported || j.predicted.source == PredictionSource::prior;
+  });
+}
+
 // Where the jobs ran, when any ran elsewhere (issue 15): "12 jobs ran
 // through distcc (local side at most 38 MiB), 5 offloaded to distcc".
 std::string placement_line(const BuildRecord& b) {
@@ -176,6 +202,8 @@ std::string summary_body(const BuildRecord& b, bool verbose) {
     lines.push_back(f.verdict);
   }
   if (auto where = placement_line(b); !where.empty()) lines.push_back(where);
+  if (verbose || memgate_acted(f) || used_shared_profiles(b))
+    if (std::string sources = prediction_sources(b); !sources.empty()) lines.push_back(sources);
   if (verbose || memgate_acted(f)) {
     if (verbose || f.wait_memory_s > 0 || f.frozen_s > 0)
       lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",

@@ -2,6 +2,7 @@
 // the job-level work is in runner_jobs.cpp.
 #include "run/runner_impl.hpp"
 
+#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "core/engine.hpp"
+#include "history/profiles.hpp"
 #include "platform/cpu.hpp"
 #include "history/pending.hpp"
 #include "platform/proc.hpp"
@@ -71,6 +73,7 @@ int Runner::run() {
   log::set_quiet(opt_.quiet);
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   open_history();                                     // predictions and the known total
+  if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
   if (!start_server()) return 125;                    // socket in a private dir, the governor
   cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
   sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
@@ -87,7 +90,7 @@ int Runner::run() {
 
 bool Runner::detect_machine() {
   cap_ = detect_capacity();
-  auto budget = compute_budget(cap_.capacity, opt_.reserve, opt_.memory);
+  auto budget = compute_budget(cap_, opt_.reserve, opt_.memory);
   if (!budget) {
     log::error("{}", budget.error());
     return false;
@@ -98,12 +101,39 @@ bool Runner::detect_machine() {
     log::error("--jobs must be at least 1");
     return false;
   }
-  log::debug("capacity {} ({}), reserve {}, budget {}, {} slots", format_bytes(cap_.capacity), cap_.capacity_source,
-             format_bytes(budget_.reserve), format_bytes(budget_.budget), slots_);
+  log::debug("capacity {} ({}), reserve {} ({} rule), budget {}, {} slots", format_bytes(cap_.capacity),
+             cap_.capacity_source, format_bytes(budget_.reserve), budget_.reserve_rule, format_bytes(budget_.budget),
+             slots_);
   return true;
 }
 
+// The priors this copy ships (<parts>/priors/*.json, e.g. flash-attn 2.x
+// kernels), before anything else that may replace them: imported
+// profiles, then --prior. A shipped file that cannot be read is this
+// install's fault, not the user's: a warning, and the run goes on.
+void Runner::load_shipped_priors() {
+  const std::string dir = join_path(find_parts().dir, "priors");
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> files;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) files.push_back(join_path(dir, name));
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    auto profiles = read_profiles_file(f, PredictionSource::prior);
+    if (!profiles) {
+      log::warn("shipped prior not used: {}", profiles.error());
+      continue;
+    }
+    for (const JobProfile& p : *profiles) predictor_.add_profile(p);
+  }
+}
+
 void Runner::open_history() {
+  load_shipped_priors();
   history_path_ = History::resolve_path(opt_.history);
   auto h = History::open(history_path_, kHistoryBusy_ms);
   if (!h) {
@@ -114,6 +144,7 @@ void Runner::open_history() {
   if (int n = merge_pending(*history_, history_path_))
     log::info("merged {} build record(s) saved beside the history while it was locked", n);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
+  for (const JobProfile& p : history_->imported_profiles()) predictor_.add_profile(p);
   if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
     if (auto b = history_->load_build(*last)) {
       known_total_ = static_cast<int>(b->jobs.size());
@@ -133,6 +164,25 @@ int Runner::offload_slots() const {
     if (int n = hosts ? distcc_remote_slots(hosts) : 0; n > 0) return n;
   }
   return 4 * slots_;
+}
+
+// A prior seeds the predictor and nothing else: it is never written to
+// history (that is what `history import` is for). Named by --prior, else
+// MEMGATE_PRIOR; a file that cannot be used stops the run before the
+// build starts, since the user asked for it.
+bool Runner::load_prior() {
+  std::string path = opt_.prior;
+  if (path.empty())
+    if (const char* env = std::getenv("MEMGATE_PRIOR")) path = env;
+  if (path.empty()) return true;
+  auto profiles = read_profiles_file(path, PredictionSource::prior);
+  if (!profiles) {
+    log::error("--prior: {}", profiles.error());
+    return false;
+  }
+  for (const JobProfile& p : *profiles) predictor_.add_profile(p);
+  log::debug("prior {}: {} job profiles", path, profiles->size());
+  return true;
 }
 
 bool Runner::start_server() {

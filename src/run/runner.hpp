@@ -13,6 +13,7 @@ struct RunOptions {
   std::optional<std::string> reserve;  // --reserve SIZE
   std::optional<int> jobs;             // --jobs N (CPU slots)
   std::string history;                 // --history PATH ("" = MEMGATE_HISTORY or the default)
+  std::string prior;                   // --prior FILE ("" = MEMGATE_PRIOR, else none): profiles for this run only
   std::string report_html;             // --report FILE.html
   std::string trace_json;              // --trace FILE.json
   bool no_confine = false;

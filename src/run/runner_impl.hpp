@@ -50,6 +50,8 @@ class Runner {
   bool detect_machine();
   void open_history();
   int offload_slots() const;
+  void load_shipped_priors();
+  bool load_prior();
   bool start_server();
   bool start_build();
   void main_loop();

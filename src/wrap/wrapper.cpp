@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "predict/identity.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wrap/client.hpp"
@@ -32,22 +33,6 @@ bool env_flag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// Version and configuration probes (torch's cpp_extension runs `-v` and
-// `--version`, CMake and autoconf run the others, cargo runs `rustc -vV`
-// and `rustc --print=...`) do no real work, and gating them would only
-// make them wait behind heavy jobs.
-bool is_probe(const std::vector<std::string>& argv) {
-  if (argv.size() == 2 && (argv[1] == "-v" || argv[1] == "-vV" || argv[1] == "-V")) return true;
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    std::string_view a = argv[i];
-    if (a == "--version" || a == "-dumpversion" || a == "-dumpfullversion" || a == "-dumpmachine" ||
-        a == "--help" || a.rfind("-print-", 0) == 0 || a.rfind("--print-", 0) == 0 || a == "--print" ||
-        a.rfind("--print=", 0) == 0)
-      return true;
-  }
-  return false;
-}
-
 int run(const Launch& launch) {
   const char* socket = std::getenv("MEMGATE_SOCKET");
   // Pass straight through when disabled, when already inside a job (nvcc
@@ -61,7 +46,11 @@ int run(const Launch& launch) {
   // (the child's environment is built in client.cpp); a probe or a
   // fail-open run keeps the word saying why it is ungated, which the
   // ungated detector reads (src/run/ungated.hpp).
-  if (is_probe(launch.argv)) {
+  // Version and configuration queries (torch's cpp_extension runs `-v`
+  // and `--version`, CMake and autoconf run others, cargo `rustc -vV`)
+  // do no real work, and gating them would only make them wait behind
+  // heavy jobs.
+  if (is_version_query(launch.argv)) {
     ::setenv("MEMGATE_JOB", kJobProbe, 1);
     return exec_program(launch);
   }

@@ -46,8 +46,9 @@ doctor_json inside "$cg"
 assert_eq 3221225472 "$inside_capacity_bytes" "capacity inside the 3G cgroup"
 assert_eq cgroup "$inside_capacity_source" "capacity source"
 assert_eq "$cg" "$inside_cgroup_limit_source" "where the limit comes from"
-# Default reserve on 3 GiB: 5% is below the 512 MiB floor.
-assert_eq $((3221225472 - 536870912)) "$inside_budget_bytes" "budget inside the 3G cgroup"
+# Default reserve in a 3 GiB cgroup: the cgroup rule (2%, at least 128 MiB).
+assert_eq $((3221225472 - 134217728)) "$inside_budget_bytes" "budget inside the 3G cgroup"
+assert_eq cgroup "$inside_reserve_rule" "reserve rule inside the 3G cgroup"
 assert_eq "$(cg_version)" "$inside_cgroup_version" "cgroup version"
 assert_eq True "$inside_can_confine" "can confine below the test cgroup"
 
@@ -55,7 +56,7 @@ assert_eq True "$inside_can_confine" "can confine below the test cgroup"
 # cgroup that gives its children a memory controller cannot hold doctor.)
 text=$(cg_run "$cg" "$MEMGATE" doctor) || fail "doctor (text) failed"
 grep -q "capacity         3.00 GiB (cgroup)" <<<"$text" || fail "text lacks the capacity line: $text"
-grep -q "^capacity 3.00 GiB; a build may use 2.50 GiB" <<<"$text" || fail "text lacks the verdict: $text"
+grep -q "^capacity 3.00 GiB; a build may use 2.88 GiB" <<<"$text" || fail "text lacks the verdict: $text"
 # The probe cgroup doctor creates is gone again.
 [ -z "$(find "$cg" -mindepth 1 -name 'memgate-doctor-probe-*')" ] || fail "doctor left its probe cgroup behind"
 

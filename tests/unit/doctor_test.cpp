@@ -29,7 +29,7 @@ Findings sample_findings() {
   Findings f;
   f.cores = 128;
   f.capacity = compute_capacity(432 * GiB, std::nullopt);
-  f.budget = *compute_budget(f.capacity.capacity, std::nullopt, std::nullopt);
+  f.budget = *compute_budget(f.capacity, std::nullopt, std::nullopt);
   f.meminfo.total = 432 * GiB;
   f.meminfo.available = 400 * GiB;
   f.meminfo.free = 20 * GiB;

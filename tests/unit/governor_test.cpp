@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace memgate;
@@ -35,10 +36,14 @@ struct Fixture {
           [this](const JobRecord& r) { learned.push_back(r.key.identity); });
     return *gov;
   }
+  // A job with a known prediction (from its own history); cold jobs:
+  // submit_cold below.
   JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
     Prediction p;
     p.peak = peak;
     p.wall_s = wall;
+    p.source = PredictionSource::history;
+    p.confidence = 1.0;
     preds[id] = p;
     JobKey k;
     k.identity = id;
@@ -537,4 +542,101 @@ TEST(GovernorDecline, AServerDeclinesAJobThatWaitedTooLong) {
   d = f.g().step(used(800 * MiB), 60);
   EXPECT_TRUE(d.decline.empty());
   EXPECT_EQ(f.g().job(a).state, JobState::running);
+}
+
+// Cold admission (issue 13): a job with nothing better than a default may
+// start on what running jobs of its klass show; a few at a time.
+namespace {
+
+JobId submit_cold(Fixture& f, const std::string& id, const std::string& klass, Bytes default_peak,
+                  PredictionSource source = PredictionSource::fallback, double confidence = 0) {
+  Prediction p;
+  p.peak = default_peak;
+  p.source = source;
+  p.confidence = confidence;
+  f.preds[id] = p;
+  JobKey k;
+  k.identity = id;
+  k.klass = klass;
+  return f.g().submit(k, 0);
+}
+
+}  // namespace
+
+TEST(ColdAdmission, AWaitingJobStartsOnItsRunningSiblingsLivePeak) {
+  Fixture f(6 * GiB);
+  const std::string nvcc = "nvcc:compile[sm_80]";
+  JobId a = submit_cold(f, "a", nvcc, 4 * GiB);
+  JobId b = submit_cold(f, "b", nvcc, 4 * GiB);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});  // the 4 GiB default: one fits
+  f.g().sample(a, 1 * GiB, 1 * GiB, 0.5);
+  EXPECT_TRUE(f.g().step(used(1 * GiB), 0.5).admit.empty()) << "half a second says too little";
+  f.g().sample(a, 1 * GiB, 1 * GiB, 2);
+  ASSERT_EQ(f.g().step(used(1 * GiB), 2).admit, std::vector<JobId>{b});
+  const GovJob& jb = f.g().job(b);
+  EXPECT_TRUE(jb.speculative);
+  EXPECT_EQ(jb.pred.peak, 3 * GiB / 2);  // A's 1 GiB so far, x1.5 while it still rises
+  EXPECT_EQ(jb.first_pred.source, PredictionSource::build);
+}
+
+TEST(ColdAdmission, SlowStartOneMorePerJobPastItsPeak) {
+  Fixture f(64 * GiB);
+  const std::string k = "nvcc:compile[sm_80]";
+  // A heavy default: only one fits until the live evidence says otherwise.
+  JobId a = submit_cold(f, "a", k, 40 * GiB);
+  std::vector<JobId> rest;
+  for (const char* id : {"b", "c", "d", "e"}) rest.push_back(submit_cold(f, id, k, 40 * GiB));
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 2 * GiB, 2 * GiB, 2);
+  Decisions d = f.g().step(used(2 * GiB), 2);
+  ASSERT_EQ(d.admit.size(), 1u) << "one optimistic job while nothing is known past its peak";
+  JobId b = d.admit[0];
+  // A falls past its peak: one job confirmed, B still rising: no more.
+  f.g().sample(a, 1 * GiB, 4 * GiB, 4);
+  f.g().sample(b, 2 * GiB, 2 * GiB, 4);
+  EXPECT_TRUE(f.g().step(used(3 * GiB), 4).admit.empty());
+  // B falls too: two confirmed, none in flight: two more.
+  f.g().sample(b, 1 * GiB, 4 * GiB, 6);
+  d = f.g().step(used(2 * GiB), 6);
+  EXPECT_EQ(d.admit.size(), 2u);
+  for (JobId id : d.admit) EXPECT_EQ(f.g().job(id).pred.peak, static_cast<Bytes>(std::llround(4.0 * GiB * 1.15)));
+}
+
+TEST(ColdAdmission, OnlyColdJobsOfTheSameKlassUseIt) {
+  Fixture f(6 * GiB);
+  JobId a = submit_cold(f, "a", "nvcc:compile[sm_80]", 4 * GiB);
+  JobId other = submit_cold(f, "other", "nvcc:compile[sm_90]", 4 * GiB);
+  JobId known = submit_cold(f, "known", "nvcc:compile[sm_80]", 4 * GiB, PredictionSource::history, 1.0);
+  JobId similar = submit_cold(f, "similar", "nvcc:compile[sm_80]", 4 * GiB, PredictionSource::similar, 0.6);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 1 * GiB, 1 * GiB, 3);
+  EXPECT_TRUE(f.g().step(used(1 * GiB), 3).admit.empty());
+  for (JobId id : {other, known, similar}) EXPECT_FALSE(f.g().job(id).speculative);
+}
+
+// A klass-wide guess from one heavy job (the class's 0.9 quantile) is cold too.
+TEST(ColdAdmission, AKlassWideGuessIsColdToo) {
+  Fixture f(8 * GiB);
+  const std::string k = "c++:compile";
+  JobId a = submit_cold(f, "a", k, 6 * GiB, PredictionSource::build, 0.35);
+  JobId b = submit_cold(f, "b", k, 6 * GiB, PredictionSource::build, 0.35);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 500 * MiB, 800 * MiB, 5);
+  ASSERT_EQ(f.g().step(used(500 * MiB), 5).admit, std::vector<JobId>{b});
+  EXPECT_EQ(f.g().job(b).pred.peak, static_cast<Bytes>(std::llround(800.0 * MiB * 1.15)));
+}
+
+// Optimism missed: the freezer is the safety net, the newest job first.
+TEST(ColdAdmission, AMissIsFrozenNotOom) {
+  Fixture f(6 * GiB);
+  const std::string k = "nvcc:compile[sm_80]";
+  JobId a = submit_cold(f, "a", k, 4 * GiB);
+  JobId b = submit_cold(f, "b", k, 4 * GiB);
+  f.g().step(used(0), 0);
+  f.g().sample(a, 1 * GiB, 1 * GiB, 2);
+  ASSERT_EQ(f.g().step(used(1 * GiB), 2).admit, std::vector<JobId>{b});
+  f.g().sample(a, 3 * GiB, 3 * GiB, 10);
+  f.g().sample(b, 3 * GiB, 3 * GiB, 10);
+  Decisions d = f.g().step(used(6 * GiB - 100 * MiB), 10);
+  EXPECT_EQ(d.freeze, std::vector<JobId>{b});
 }

@@ -341,3 +341,80 @@ TEST(GpuArch, VirtualArchAndOrder) {
   EXPECT_EQ(g.pipelines(), 1);  // one cicc for compute_80, two ptxas
   EXPECT_EQ(g.targets(), (std::vector<std::string>{"sm_80", "sm_86"}));
 }
+
+// Configure-time checks and version queries are probes (identity.hpp).
+// The CMake lines were captured from cmake 3.25.1 configuring a C/C++
+// project with check_include_file and check_cxx_source_compiles (a logging
+// compiler recorded cwd and argv); the Meson lines are what
+// mesonbuild/compilers run in meson-private/tmpXXXXXXXX with that
+// directory as cwd; the autoconf lines are ac_compile, ac_link and ac_cpp
+// from a generated configure script, run in the build directory.
+TEST(Identity, BuildSystemProbesAreProbes) {
+  const std::string scratch = "/home/dev/proj/build/CMakeFiles/CMakeScratch/TryCompile-51k24Q";
+  const std::vector<Cmd> probes = {
+      // CMake compiler identification and ABI detection.
+      {"/home/dev/proj/build/CMakeFiles/3.25.1/CompilerIdC", {"/usr/bin/cc", "CMakeCCompilerId.c"}},
+      {"/home/dev/proj/build/CMakeFiles/3.25.1/CompilerIdCXX", {"/usr/bin/c++", "CMakeCXXCompilerId.cpp"}},
+      {scratch, split("/usr/bin/cc -v -o CMakeFiles/cmTC_5c471.dir/CMakeCCompilerABI.c.o -c "
+                      "/usr/share/cmake-3.25/Modules/CMakeCCompilerABI.c")},
+      {scratch, split("/usr/bin/cc -v CMakeFiles/cmTC_5c471.dir/CMakeCCompilerABI.c.o -o cmTC_5c471")},
+      // check_include_file and check_cxx_source_compiles.
+      {"/home/dev/proj/build/CMakeFiles/CMakeScratch/TryCompile-i2UTSU",
+       split("/usr/bin/cc -o CMakeFiles/cmTC_9beb9.dir/CheckIncludeFile.c.o -c "
+             "/home/dev/proj/build/CMakeFiles/CMakeScratch/TryCompile-i2UTSU/CheckIncludeFile.c")},
+      {"/home/dev/proj/build/CMakeFiles/CMakeScratch/TryCompile-u3yy5f",
+       split("/usr/bin/c++ -DHAVE_MAIN -o CMakeFiles/cmTC_58a55.dir/src.cxx.o -c "
+             "/home/dev/proj/build/CMakeFiles/CMakeScratch/TryCompile-u3yy5f/src.cxx")},
+      // CMake before 3.24: CMakeFiles/CMakeTmp.
+      {"/home/dev/proj/build/CMakeFiles/CMakeTmp",
+       split("/usr/bin/c++ -o CMakeFiles/cmTC_0a1b2.dir/src.cxx.o -c /home/dev/proj/build/CMakeFiles/CMakeTmp/src.cxx")},
+      // Meson: compiles, links and preprocesses in meson-private/tmp*.
+      {"/home/dev/proj/builddir/meson-private/tmpk3j_x9q1",
+       split("cc /home/dev/proj/builddir/meson-private/tmpk3j_x9q1/testfile.c -o "
+             "/home/dev/proj/builddir/meson-private/tmpk3j_x9q1/output.obj -c -D_FILE_OFFSET_BITS=64 -O0")},
+      {"/home/dev/proj/builddir/meson-private/tmpz0ab12cd",
+       split("c++ /home/dev/proj/builddir/meson-private/tmpz0ab12cd/testfile.cpp -o "
+             "/home/dev/proj/builddir/meson-private/tmpz0ab12cd/output.exe -D_FILE_OFFSET_BITS=64 -O0 -Wl,--start-group "
+             "-lm -Wl,--end-group")},
+      {"/home/dev/proj/builddir/meson-private/tmp8wq2r1z0",
+       split("cc /home/dev/proj/builddir/meson-private/tmp8wq2r1z0/testfile.c -E -P -D_FILE_OFFSET_BITS=64 -P -O0")},
+      // autoconf: ac_compile, ac_link (C and C++), ac_cpp.
+      {"/home/dev/proj", split("gcc -c -g -O2 conftest.c")},
+      {"/home/dev/proj", split("gcc -o conftest -g -O2 conftest.c -lm")},
+      {"/home/dev/proj", split("g++ -c -g -O2 conftest.cpp")},
+      {"/home/dev/proj", split("g++ -o conftest -g -O2 conftest.cpp")},
+      {"/home/dev/proj", split("gcc -E conftest.c")},
+  };
+  for (const Cmd& c : probes) {
+    CommandInfo info = analyze(c);
+    EXPECT_EQ(info.mode, "probe") << c.cwd << ": " << c.argv.back();
+    EXPECT_TRUE(is_probe_klass(info.key.klass)) << info.key.klass;
+  }
+}
+
+TEST(Identity, VersionQueriesAreProbes) {
+  for (const char* line : {"gcc --version", "g++ -v", "nvcc --version", "cc -dumpversion", "c++ -dumpfullversion",
+                           "gcc -print-sysroot", "gcc -print-file-name=libstdc++.so", "rustc -vV",
+                           "ccache g++ --version"}) {
+    EXPECT_TRUE(is_version_query(split(line))) << line;
+    EXPECT_EQ(analyze_command(split(line), "/b").mode, "probe") << line;
+  }
+  // -v beside real work is a verbose compile, not a query.
+  EXPECT_FALSE(is_version_query(split("g++ -v -c a.cpp -o a.o")));
+  EXPECT_EQ(analyze_command(split("g++ -v -c a.cpp -o a.o"), "/b").mode, "compile");
+  EXPECT_FALSE(is_version_query(split("ccache -s")));
+}
+
+// Real compiles beside the probes keep their modes: a tree with a file
+// named like a probe directory's parent, -MD dependency output, -E and -M.
+TEST(Identity, RealCompilesAreNotProbes) {
+  EXPECT_EQ(analyze_command(split("c++ -MD -MT a.o -MF a.o.d -o CMakeFiles/app.dir/src/a.cpp.o -c /src/a.cpp"),
+                            "/home/dev/proj/build")
+                .mode,
+            "compile");
+  EXPECT_EQ(analyze_command(split("gcc -c src/CMakeFiles.c -o CMakeFiles.o"), "/b").mode, "compile");
+  EXPECT_EQ(analyze_command(split("gcc -E a.c -o a.i"), "/b").mode, "preprocess");
+  EXPECT_EQ(analyze_command(split("gcc -M a.c"), "/b").mode, "preprocess");
+  EXPECT_EQ(analyze_command(split("gcc -MM a.c"), "/b").mode, "preprocess");
+  EXPECT_FALSE(is_probe_klass(analyze_command(split("gcc -E a.c -o a.i"), "/b").key.klass));
+}

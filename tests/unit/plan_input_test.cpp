@@ -232,6 +232,8 @@ class FakeHistory : public History {
     return last;
   }
   std::vector<JobRecord> jobs_for_prediction(int) override { return {}; }
+  std::vector<JobProfile> imported_profiles() override { return {}; }
+  Result<int> import_profiles(const std::vector<JobProfile>&) override { return 0; }
 };
 
 BuildRecord tiny_build(const std::string& cwd) {

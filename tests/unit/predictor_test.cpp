@@ -220,6 +220,46 @@ TEST(Predictor, LearnsFromThisBuild) {
   EXPECT_EQ(p.predict(key_for("main", "nvcc:compile[sm_80]")).source, PredictionSource::fallback);
 }
 
+// The probe skew: CMake's 4.5 MiB checks predicted the tree's
+// 64 MiB compiles 10x too low. Probes and preprocess-only runs are
+// recorded for their own identity but teach the compiles nothing.
+TEST(Predictor, ProbesAndPreprocessingDoNotTeachCompiles) {
+  Predictor p;
+  const std::string scratch = "/p/build/CMakeFiles/CMakeScratch/TryCompile-";
+  for (int i = 0; i < 8; ++i) {
+    JobRecord probe;
+    probe.key = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/cmTC_" + std::to_string(i) + ".dir/src.cxx.o", "-c",
+                                 scratch + std::to_string(i) + "/src.cxx"},
+                                scratch + std::to_string(i))
+                    .key;
+    probe.peak_bytes = 4 * MiB + MiB / 2;
+    probe.start_s = 0;
+    probe.end_s = 0.05;
+    p.observe(probe);
+  }
+  for (const char* cmd : {"c++ -E /p/src/a.cpp -o a.ii", "c++ -M /p/src/b.cpp"}) {
+    std::istringstream in(cmd);
+    std::vector<std::string> argv;
+    for (std::string w; in >> w;) argv.push_back(w);
+    JobRecord pre;
+    pre.key = analyze_command(argv, "/p/build").key;
+    pre.peak_bytes = 3 * MiB;
+    pre.end_s = 0.1;
+    p.observe(pre);
+  }
+  JobKey real = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/app.dir/src/main.cpp.o", "-c", "/p/src/main.cpp"},
+                                "/p/build")
+                    .key;
+  Prediction pred = p.predict(real);
+  EXPECT_EQ(pred.source, PredictionSource::fallback);
+  EXPECT_EQ(pred.peak, default_prediction(real).peak);
+  // The probe's own identity still remembers it.
+  JobKey again = analyze_command({"/usr/bin/c++", "-o", "CMakeFiles/cmTC_3.dir/src.cxx.o", "-c", scratch + "3/src.cxx"},
+                                 scratch + "3")
+                     .key;
+  EXPECT_EQ(p.predict(again).source, PredictionSource::history);
+}
+
 TEST(Predictor, MixedClassUsesAHighQuantileNotTheMax) {
   Predictor p;
   for (int i = 0; i < 19; ++i) p.observe(record(key_for("light" + std::to_string(i), "g++:compile"), (100 + i) * MB));
@@ -413,4 +453,80 @@ TEST(PeakTiming, MeasuredJobsBackToBackReleaseAfterTheSecondPeak) {
   EXPECT_GE(pt.peak_over_frac * both.back().t_s, offset + second.t_peak_s);
   EXPECT_GT(pt.peak_over_frac, 0.5);
   EXPECT_LT(pt.peak_over_frac, 0.7);
+}
+
+namespace {
+JobProfile profile_of(const JobKey& key, Bytes peak, PredictionSource origin) {
+  JobProfile p;
+  p.key = key;
+  p.peak = peak;
+  p.wall_s = 100;
+  p.cpu_s = 95;
+  p.peak_over_frac = 0.3;
+  p.after_peak = peak / 4;
+  p.runs = 3;
+  p.origin = origin;
+  return p;
+}
+}  // namespace
+
+TEST(Predictor, AProfileAnswersForItsIdentityAndSaysWhereFrom) {
+  Predictor p;
+  auto k = key_for("flash_bwd_hdim128_fp16_sm80");
+  p.add_profile(profile_of(k, 6370 * MB, PredictionSource::imported));
+  Prediction pred = p.predict(k);
+  EXPECT_EQ(pred.source, PredictionSource::imported);
+  EXPECT_EQ(pred.peak, static_cast<Bytes>(std::llround(6370.0 * MB * 1.07)));
+  EXPECT_EQ(pred.peak_over_frac, 0.3);
+  // A later profile of the identity replaces it; a prior says so.
+  p.add_profile(profile_of(k, 5000 * MB, PredictionSource::prior));
+  EXPECT_EQ(p.predict(k).source, PredictionSource::prior);
+  // The job's own run comes first.
+  p.observe(record(k, 6000 * MB));
+  EXPECT_EQ(p.predict(k).source, PredictionSource::history);
+}
+
+// The shipped flash-attn prior predicts unmeasured kernels of the same
+// kind by stem, and nothing about unrelated nvcc jobs.
+TEST(Predictor, APriorPredictsLikeStemsOnly) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_bwd_hdim256_bf16_sm80"), 6960 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_fwd_hdim128_fp16_sm80"), 4260 * MB, PredictionSource::prior));
+  Prediction bwd = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(bwd.source, PredictionSource::similar);
+  EXPECT_GE(bwd.peak, 6370 * MB);
+  EXPECT_LE(bwd.peak, 6960 * MB);
+  Prediction other = p.predict(key_for("my_kernel"));
+  EXPECT_EQ(other.source, PredictionSource::fallback);
+  EXPECT_EQ(other.peak, default_prediction(key_for("my_kernel")).peak);
+}
+
+// A prior names jobs like these; a run of this build measured one. The bench's
+// scaled-down flash-attn fakes (real kernel names, 1/16 of the memory) ran
+// one at a time while the prior's 6 GB outweighed their 400 MB.
+TEST(Predictor, RunsSeenHereOutweighAPriorOfTheirKind) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_bwd_hdim256_bf16_sm80"), 6960 * MB, PredictionSource::prior));
+  Prediction guess = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(guess.source, PredictionSource::similar);
+  EXPECT_LE(guess.confidence, 0.35) << "a guess from elsewhere is cold";
+  p.observe(record(key_for("flash_bwd_hdim64_fp16_sm80_v1"), 400 * MB));
+  Prediction seen = p.predict(key_for("flash_bwd_hdim96_fp16_sm80"));
+  EXPECT_EQ(seen.source, PredictionSource::similar);
+  EXPECT_EQ(seen.peak, 400 * MB);
+  EXPECT_GT(seen.confidence, 0.35);
+}
+
+// The same when the prior knows the very kernel and the build has only
+// seen its neighbours: the bench fakes' flash_fwd_hdim32 waited 113 s at the
+// prior's 3.1 GB while its siblings had finished at 200-400 MB.
+TEST(Predictor, ShallowerRunsSeenHereBeatADeeperPrior) {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_fwd_hdim32_fp16_sm80"), 3300 * MB, PredictionSource::prior));
+  p.observe(record(key_for("flash_fwd_hdim128_fp16_sm80_v1"), 250 * MB));
+  Prediction pred = p.predict(key_for("flash_fwd_hdim32_fp16_sm80_v1"));
+  EXPECT_EQ(pred.source, PredictionSource::similar);
+  EXPECT_EQ(pred.peak, 250 * MB);
 }

@@ -1,0 +1,57 @@
+// The portable history file: learned job profiles keyed by identity, for
+// `memgate history export FILE`, `history import FILE` and `run --prior
+// FILE` (README "Shared history"). A team or a CI fleet shares one, so a
+// new machine's first build starts warm.
+//
+//   {"format": "memgate-profiles", "version": 1,
+//    "profiles": [{"identity": "nvcc:compile:src/flash_fwd...cu->...o[sm_80]",
+//                  "tool": "nvcc", "klass": "nvcc:compile[sm_80]",
+//                  "stem": "flash_fwd_hdim128_fp16_sm80", "cpu_weight": 1,
+//                  "peak_bytes": 4300000000, "wall_s": 141, "cpu_s": 141,
+//                  "peak_over_frac": 0.3, "after_peak_bytes": 1100000000,
+//                  "runs": 3}, ...]}
+//
+// Nothing in it names a machine or a person: identities are relative by
+// construction (predict/identity.hpp), and export leaves out any whose
+// identity still holds an absolute path, the user's name or a component
+// of the home directory. No cwd, no command line, no time stamps.
+// Reading is strict: a file that is not JSON, not a profile file, of
+// another format version, or with one malformed profile is refused
+// whole, with an error that says which.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/job.hpp"
+#include "util/result.hpp"
+
+namespace memgate {
+
+inline constexpr int kProfilesVersion = 1;
+
+// One profile per identity from recorded jobs (oldest first): the newest
+// complete successful runs (up to 3), peak the max of them, times the
+// median. Failed, killed and probe jobs are left out.
+std::vector<JobProfile> summarize_profiles(const std::vector<JobRecord>& jobs);
+
+// Whether an identity can leave this machine: no absolute path, and no
+// path component equal to one of `private_words` (the user's name, the
+// components of the home directory other than "home").
+bool is_portable(std::string_view identity, const std::vector<std::string>& private_words);
+// The user's name and home directory components, from the environment
+// and the password database.
+std::vector<std::string> private_words();
+
+std::string encode_profiles(const std::vector<JobProfile>& profiles);
+// `origin` is what the profiles count as once read (imported or prior).
+Result<std::vector<JobProfile>> decode_profiles(std::string_view text, PredictionSource origin);
+
+// The file, at most 64 MiB, a regular file. Errors name the path.
+Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin);
+// Written to a temp file beside it and renamed over, so a reader never
+// sees half a file and a symlink at PATH is replaced, not followed.
+Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles);
+
+}  // namespace memgate

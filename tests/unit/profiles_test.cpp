@@ -1,0 +1,191 @@
+// The portable profile file of `history export/import` and `--prior`, and
+// the imported profiles in the SQLite history.
+#include "history/profiles.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "history/history.hpp"
+#include "predict/identity.hpp"
+#include "predict/predictor.hpp"
+
+using namespace memgate;
+namespace fs = std::filesystem;
+
+namespace {
+
+JobRecord job(const std::string& stem, Bytes peak, int exit_status = 0, const std::string& klass = "nvcc:compile[sm_80]") {
+  JobRecord j;
+  j.key = {"nvcc", "nvcc:compile:src/" + stem + ".cu->csrc/" + stem + ".o[sm_80]", klass, stem, 1};
+  j.cwd = "/home/alice/flash-attention/build/temp";
+  j.peak_bytes = peak;
+  j.start_s = 0;
+  j.end_s = 100;
+  j.cpu_s = 90;
+  j.peak_over_frac = 0.25;
+  j.after_peak_bytes = peak / 4;
+  j.exit_status = exit_status;
+  j.attempt_log.push_back({0, 100, exit_status == 0 ? Outcome::ok : Outcome::failed, peak});
+  return j;
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "memgate-profiles-test.XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(Profiles, SummarizeKeepsCompleteRealRunsPerIdentity) {
+  std::vector<JobRecord> jobs = {job("a", 5 * GiB), job("a", 6 * GiB), job("b", 3 * GiB, 1),
+                                 job("probe", 4 * MiB, 0, "c++:probe")};
+  auto profiles = summarize_profiles(jobs);
+  ASSERT_EQ(profiles.size(), 1u);  // b failed, the probe is no kind of job
+  EXPECT_EQ(profiles[0].key.stem, "a");
+  EXPECT_EQ(profiles[0].peak, 6 * GiB);
+  EXPECT_EQ(profiles[0].runs, 2);
+  EXPECT_EQ(profiles[0].peak_over_frac, 0.25);
+  EXPECT_DOUBLE_EQ(profiles[0].wall_s, 100);
+}
+
+TEST(Profiles, RoundTripWithoutPathsOrUsers) {
+  auto profiles = summarize_profiles({job("a", 5 * GiB), job("b", 3 * GiB)});
+  std::string text = encode_profiles(profiles);
+  EXPECT_EQ(text.find("alice"), std::string::npos);
+  EXPECT_EQ(text.find("/home"), std::string::npos);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["format"], "memgate-profiles");
+  EXPECT_EQ(j["version"], kProfilesVersion);
+  auto back = decode_profiles(text, PredictionSource::imported);
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].key.identity, profiles[0].key.identity);
+  EXPECT_EQ((*back)[0].peak, 5 * GiB);
+  EXPECT_EQ((*back)[0].origin, PredictionSource::imported);
+}
+
+TEST(Profiles, BadFilesAreRefusedWholeWithTheReason) {
+  std::string good = encode_profiles(summarize_profiles({job("a", 5 * GiB)}));
+  auto error_of = [](const std::string& text) {
+    auto r = decode_profiles(text, PredictionSource::imported);
+    return r.ok() ? std::string("accepted") : r.error();
+  };
+  EXPECT_EQ(error_of(good.substr(0, good.size() / 2)), "not JSON");
+  EXPECT_NE(error_of(R"({"builds": []})").find("not a memgate profile file"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format": "memgate-profiles", "profiles": []})").find("no format version"), std::string::npos);
+  EXPECT_NE(error_of(R"({"format": "memgate-profiles", "version": 2, "profiles": []})").find("format version 2"),
+            std::string::npos);
+  auto j = nlohmann::json::parse(good);
+  j["profiles"][0]["peak_bytes"] = "lots";
+  EXPECT_NE(error_of(j.dump()).find("profile 1: 'peak_bytes'"), std::string::npos) << error_of(j.dump());
+  j = nlohmann::json::parse(good);
+  j["profiles"][0]["peak_over_frac"] = 7;
+  EXPECT_NE(error_of(j.dump()).find("out of range"), std::string::npos);
+  j = nlohmann::json::parse(good);
+  j["profiles"][0].erase("identity");
+  EXPECT_NE(error_of(j.dump()).find("'identity'"), std::string::npos);
+}
+
+TEST(Profiles, IdentitiesNamingPathsOrPeopleStayHome) {
+  const std::vector<std::string> words = {"alice", "users"};
+  EXPECT_TRUE(is_portable("nvcc:compile:src/k.cu->csrc/k.o[sm_80]", words));
+  EXPECT_TRUE(is_portable("c++:link#0123456789abcdef", words));
+  EXPECT_FALSE(is_portable("c++:compile:/abs/a.cpp->a.o", words));
+  EXPECT_FALSE(is_portable("c++:link->/usr/lib/x.so", words));
+  EXPECT_FALSE(is_portable("c++:compile:alice/a.cpp->a.o", words));
+  EXPECT_FALSE(is_portable("c++:compile:src/a.cpp->home/alice/a.o", words));
+  EXPECT_FALSE(is_portable("c++:compile:src/a.cpp->users/x/a.o", words));
+  EXPECT_TRUE(is_portable("c++:compile:src/alicexyz.cpp->alicexyz.o", words));
+}
+
+TEST(Profiles, FilesAreWrittenWholeAndReadBounded) {
+  TempDir d;
+  const std::string f = d.path + "/p.json";
+  ASSERT_TRUE(write_profiles_file(f, summarize_profiles({job("a", 5 * GiB)})).ok());
+  auto back = read_profiles_file(f, PredictionSource::prior);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->size(), 1u);
+  // A symlink at the destination is replaced, not followed.
+  const std::string target = d.path + "/target";
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, d.path + "/link.json");
+  ASSERT_TRUE(write_profiles_file(d.path + "/link.json", {}).ok());
+  EXPECT_FALSE(fs::is_symlink(d.path + "/link.json"));
+  std::ifstream in(target);
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "keep");
+  auto dir = read_profiles_file(d.path, PredictionSource::prior);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().find("not a regular file"), std::string::npos);
+  auto missing = read_profiles_file(d.path + "/none.json", PredictionSource::prior);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("none.json"), std::string::npos);
+}
+
+TEST(Profiles, ImportMergesIntoHistory) {
+  TempDir d;
+  auto h = History::open(d.path + "/h.db");
+  ASSERT_TRUE(h.ok()) << h.error();
+  auto first = summarize_profiles({job("a", 5 * GiB), job("b", 3 * GiB)});
+  auto added = (*h)->import_profiles(first);
+  ASSERT_TRUE(added.ok()) << added.error();
+  EXPECT_EQ(*added, 2);
+  auto second = summarize_profiles({job("b", 4 * GiB), job("c", 2 * GiB)});
+  added = (*h)->import_profiles(second);
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 1);  // c is new; b is replaced
+  auto all = (*h)->imported_profiles();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].key.stem, "b");
+  EXPECT_EQ(all[1].peak, 4 * GiB);
+  for (const auto& p : all) EXPECT_EQ(p.origin, PredictionSource::imported);
+}
+
+// The shipped flash-attn prior (share/priors, made by
+// scripts/make-flash-attn-prior from the measured jobs) is a valid file,
+// and torch's own command line for a measured kernel finds its profile.
+TEST(Profiles, TheShippedFlashAttnPriorMatchesTorchsCommandLine) {
+  const std::string fixtures = MEMGATE_FIXTURES;
+  auto prior = read_profiles_file(fixtures + "/../../share/priors/flash-attn-2.json", PredictionSource::prior);
+  ASSERT_TRUE(prior.ok()) << prior.error();
+  EXPECT_GE(prior->size(), 16u);
+  std::ifstream in(fixtures + "/cmdlines/torch_nvcc_flash_bwd.txt");
+  std::string cwd, line;
+  std::vector<std::string> argv;
+  const std::string req = "/tmp/pip-req-build-abc12345";
+  while (std::getline(in, line)) {
+    for (size_t at = line.find("@REQ@"); at != std::string::npos; at = line.find("@REQ@")) line.replace(at, 5, req);
+    for (size_t at = line.find("@ENV@"); at != std::string::npos; at = line.find("@ENV@"))
+      line.replace(at, 5, "/tmp/pip-build-env-xyz98765");
+    if (line.rfind("cwd=", 0) == 0) cwd = line.substr(4);
+    else if (!line.empty()) argv.push_back(line);
+  }
+  const JobKey key = analyze_command(argv, cwd).key;
+  Predictor p;
+  for (const JobProfile& pr : *prior) p.add_profile(pr);
+  Prediction pred = p.predict(key);
+  EXPECT_EQ(pred.source, PredictionSource::prior) << key.identity;
+  // Measured: 12.6 GB at sm80+sm90 with --threads 4.
+  EXPECT_GE(pred.peak, 12'589'047'808);
+  EXPECT_LE(pred.peak, 12'589'047'808 * 11 / 10);
+  // An unmeasured kernel of the same kind: from its kind, by stem.
+  JobKey other = key;
+  other.identity = "nvcc:compile:src/flash_bwd_hdim192_bf16_sm80.cu->csrc/flash_attn/src/flash_bwd_hdim192_bf16_sm80.o[sm_80]";
+  other.klass = "nvcc:compile[sm_80]";
+  other.stem = "flash_bwd_hdim192_bf16_sm80";
+  other.cpu_weight = 1;
+  Prediction similar = p.predict(other);
+  EXPECT_EQ(similar.source, PredictionSource::similar);
+  EXPECT_GE(similar.peak, 6'000'000'000);
+  EXPECT_LE(similar.peak, 7'500'000'000);
+}
