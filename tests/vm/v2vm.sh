@@ -4,7 +4,7 @@
 # This project's machines run cgroup v1, and memory control cannot be moved
 # to v2 there. So this boots Debian's own kernel (/boot/vmlinuz-*) under
 # qemu with TCG (no KVM needed) and cgroup2 only (cgroup_no_v1=all), from an
-# initramfs built here: memgate, memgate-wrap and memjob from BUILD_DIR,
+# initramfs built here: memgate, memgate-wrap, libmemgate-preload.so and memjob from BUILD_DIR,
 # make, bash, flock and setpriv with the shared libraries ldd finds, and
 # busybox-static for everything else. The guest's /init (tests/vm/init)
 # runs the cases in tests/vm/cases/ and prints one line per case on the
@@ -36,8 +36,8 @@ busybox=$(command -v busybox) || skip "no busybox (Debian: apt-get install busyb
 for tool in cpio ldd strip make bash flock setpriv; do
   command -v "$tool" >/dev/null || skip "no $tool on this machine to put in the VM"
 done
-for bin in memgate memgate-wrap memjob; do
-  [ -x "$build/$bin" ] || die "no $build/$bin: build first"
+for bin in memgate memgate-wrap memjob libmemgate-preload.so; do
+  [ -e "$build/$bin" ] || die "no $build/$bin: build first"
 done
 
 mem=${MEMGATE_VM_MEM:-1024}
@@ -85,7 +85,10 @@ build_root() {
   copy_bin "$(command -v make)" /usr/bin/make
   copy_bin "$(command -v flock)" /usr/bin/flock
   copy_bin "$(command -v setpriv)" /usr/bin/setpriv
-  for bin in memgate memgate-wrap memjob; do copy_bin "$build/$bin" "/memgate/bin/$bin" strip; done
+  # memgate finds its wrapper and preload library next to itself, as in a
+  # build tree (src/wrap/parts.hpp); without the library it would fall back
+  # to PATH shims and say so on the degraded line.
+  for bin in memgate memgate-wrap memjob libmemgate-preload.so; do copy_bin "$build/$bin" "/memgate/bin/$bin" strip; done
   mkdir -p "$root/memgate/tests/lib" "$root/memgate/tests/e2e" "$root/memgate/tests/vm"
   cp "$src/tests/lib/cgroup.sh" "$root/memgate/tests/lib/"
   cp "$src/tests/e2e/lib.sh" "$root/memgate/tests/e2e/"
