@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   CommandInfo info = analyze_command(argv, cwd);
   FUZZ_CHECK(!info.key.identity.empty());
   FUZZ_CHECK(info.key.cpu_weight >= 1);
-  FUZZ_CHECK(info.mode == "compile" || info.mode == "preprocess" || info.mode == "link");
+  FUZZ_CHECK(info.mode == "compile" || info.mode == "preprocess" || info.mode == "link" || info.mode == "probe");
   // Deterministic: the same command is the same job.
   CommandInfo again = analyze_command(argv, cwd);
   FUZZ_CHECK(again.key.identity == info.key.identity);
