@@ -62,4 +62,55 @@ bool distributable(const JobKey& key) {
   return c_family && std::string_view(key.klass).substr(0, key.tool.size() + 8) == key.tool + ":compile";
 }
 
+namespace {
+
+// "distcc[1234] " -> 1234 and the rest of the line; -1 for a line of
+// another shape.
+long distcc_line_pid(std::string_view line, std::string_view& rest) {
+  constexpr std::string_view kPrefix = "distcc[";
+  if (line.substr(0, kPrefix.size()) != kPrefix) return -1;
+  std::size_t i = kPrefix.size();
+  long pid = 0;
+  std::size_t digits = 0;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9' && digits < 10; ++i, ++digits) pid = pid * 10 + (line[i] - '0');
+  if (digits == 0 || i + 1 >= line.size() || line[i] != ']' || line[i + 1] != ' ') return -1;
+  rest = line.substr(i + 2);
+  return pid;
+}
+
+// rs_log's severities above info, after an optional "(function) ".
+bool is_warning_or_worse(std::string_view rest) {
+  if (!rest.empty() && rest[0] == '(') {
+    auto close = rest.find(") ");
+    if (close == std::string_view::npos) return false;
+    rest = rest.substr(close + 2);
+  }
+  for (std::string_view sev : {"Warning: ", "ERROR: ", "CRITICAL! ", "ALERT! ", "EMERGENCY! "})
+    if (rest.substr(0, sev.size()) == sev) return true;
+  return false;
+}
+
+}  // namespace
+
+DistccRun read_distcc_log(std::string_view log, long pid, bool verbose, bool cut) {
+  DistccRun run;
+  if (cut) {
+    auto nl = log.find('\n');
+    log = nl == std::string_view::npos ? std::string_view() : log.substr(nl + 1);
+  }
+  while (!log.empty()) {
+    auto nl = log.find('\n');
+    std::string_view line = log.substr(0, nl);
+    log = nl == std::string_view::npos ? std::string_view() : log.substr(nl + 1);
+    if (line.empty()) continue;
+    std::string_view rest;
+    long who = distcc_line_pid(line, rest);
+    if (verbose || (who >= 0 && is_warning_or_worse(rest))) run.stderr_lines.emplace_back(line);
+    if (who != pid || rest.substr(0, 8) != "exec on ") continue;
+    run.seen = true;
+    run.ran_here = rest.substr(8, 11) == "localhost: ";
+  }
+  return run;
+}
+
 }  // namespace memgate

@@ -58,6 +58,7 @@ enum class EventKind {
   pressure,   // memory stalls (PSI) made the build stop admitting
   offload,    // a job waiting for local memory was sent to a distributed engine
   decline,    // a build server declined a job that waited too long
+  fallback,   // a job handed to an engine was compiled here after all (distcc's local fallback)
 };
 
 // Every decision leaves a counter (STYLE: ccache's statistics). Stored in
@@ -95,6 +96,7 @@ enum class Counter {
   remote,             // jobs the build's launcher handed to a distributed engine
   offloaded,          // jobs memgate sent to the engine instead of letting them wait for memory
   declined,           // jobs refused after waiting too long (--decline-after, on a build server)
+  fell_back,          // remote or offloaded jobs the engine compiled here after all (recorded local)
 };
 
 // Counters present in a record: a missing one was not recorded (an older

@@ -42,7 +42,7 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 5> kOutcomes{{
     {Outcome::lost, "lost"},
 }};
 
-constexpr std::array<std::pair<EventKind, std::string_view>, 12> kEvents{{
+constexpr std::array<std::pair<EventKind, std::string_view>, 13> kEvents{{
     {EventKind::freeze, "freeze"},
     {EventKind::thaw, "thaw"},
     {EventKind::kill, "kill"},
@@ -55,6 +55,7 @@ constexpr std::array<std::pair<EventKind, std::string_view>, 12> kEvents{{
     {EventKind::pressure, "pressure"},
     {EventKind::offload, "offload"},
     {EventKind::decline, "decline"},
+    {EventKind::fallback, "fallback"},
 }};
 
 constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
@@ -63,7 +64,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 31> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 32> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -95,6 +96,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 31> kCounters{{
     {Counter::remote, "remote"},
     {Counter::offloaded, "offloaded"},
     {Counter::declined, "declined"},
+    {Counter::fell_back, "fell_back"},
 }};
 
 }  // namespace

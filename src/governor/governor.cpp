@@ -24,9 +24,10 @@ constexpr double kAfterPeakMargin = 1.1;
 
 }  // namespace
 
-// An offloaded job computes elsewhere: it holds memory here, no CPU slot.
+// An offloaded job, and a remote one holding one of its engine's remote
+// slots, computes elsewhere: it holds memory here, no CPU slot.
 int GovJob::weight(int slots) const {
-  if (placement == Placement::offloaded) return 0;
+  if (placement == Placement::offloaded || remote_slot) return 0;
   return std::clamp(key.cpu_weight, 1, std::max(1, slots));
 }
 
@@ -44,6 +45,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
     counters_[c] = 0;
   if (!cfg_.offload_engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
+  if (!cfg_.offload_engine.empty()) counters_[Counter::fell_back] = 0;
 }
 
 JobId Governor::submit(const JobKey& key, double now, const std::string& engine) {
@@ -56,6 +58,7 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine)
     j.placement = Placement::remote;
     j.engine = engine;
     count(Counter::remote);
+    counters_.try_emplace(Counter::fell_back, 0);
   }
   j.pred = predict_(j.key);
   j.first_pred = j.pred;
@@ -110,6 +113,21 @@ int Governor::busy_slots() const {
   for (const auto& [id, j] : jobs_)
     if (j.state == JobState::running || j.state == JobState::killing) busy += j.weight(cfg_.slots);
   return busy;
+}
+
+int Governor::remote_busy(const std::string& engine) const {
+  int n = 0;
+  for (const auto& [id, j] : jobs_) {
+    bool alive = j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing;
+    if (alive && j.engine == engine && (j.remote_slot || j.placement == Placement::offloaded)) ++n;
+  }
+  return n;
+}
+
+int Governor::remote_free(const std::string& engine) const {
+  auto it = cfg_.remote_slots.find(engine);
+  if (engine.empty() || it == cfg_.remote_slots.end() || it->second <= 0) return 0;
+  return std::max(0, it->second - remote_busy(engine));
 }
 
 int Governor::unfrozen_running() const {
@@ -212,6 +230,9 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   Bytes starve_reserve = 0;
   for (GovJob* j : queue) {
     Bytes need = std::max(j->pred.peak, j->peak_floor);
+    // A remote job takes a free remote slot of its engine if there is one
+    // (it weighs nothing here then); it gives it back if not admitted.
+    j->remote_slot = j->placement == Placement::remote && remote_free(j->engine) > 0;
     bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
     bool fits_mem = !pressure && need <= left - starve_reserve;
     Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
@@ -233,6 +254,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       free_slots -= j->weight(cfg_.slots);
       continue;
     }
+    j->remote_slot = false;
     if (fits_mem) continue;
     if (j->blocked_since < 0) j->blocked_since = now;
     if (fits_cpu && !j->waited_for_memory) {
@@ -268,9 +290,9 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
 // rerun.
 void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out) {
   if (cfg_.offload_engine.empty() || cfg_.offload_slots <= 0) return;
-  int busy = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.placement == Placement::offloaded && j.state != JobState::waiting) ++busy;
+  // The engine's remote slots are shared with the jobs the build itself
+  // sends there (CC="distcc gcc" and --offload distcc).
+  int busy = remote_busy(cfg_.offload_engine);
   for (GovJob* j : queue) {
     if (busy >= cfg_.offload_slots) return;
     if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
@@ -436,6 +458,20 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
   return true;
 }
 
+void Governor::ran_here(JobId id, double now) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  GovJob& j = it->second;
+  if (j.placement == Placement::local || j.state == JobState::waiting) return;
+  event(now, EventKind::fallback, id,
+        fmt::format("{} compiled {} on this machine after all; recorded as a local compile", j.engine,
+                    j.local_key.stem.empty() ? j.local_key.identity : j.local_key.stem));
+  count(Counter::fell_back);
+  j.key = j.local_key;
+  j.placement = Placement::local;
+  j.remote_slot = false;
+}
+
 void Governor::freeze_failed(JobId id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
@@ -502,6 +538,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
     j.state = JobState::waiting;
     j.queued_t = now;
     j.start_t = -1;
+    j.remote_slot = false;
     count(Counter::retried);
     event(now, how == ExitKind::killed_by_us ? EventKind::requeue : EventKind::retry, id,
           fmt::format("attempt {} ended by memory; rerunning with {} reserved", j.attempts, format_bytes(j.peak_floor)));

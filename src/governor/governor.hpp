@@ -75,6 +75,16 @@ struct GovernorConfig {
   // CPU slot: it runs on the engine's machines.
   std::string offload_engine;
   int offload_slots = 0;
+  // Remote capacity: how many compiles each engine can run on other
+  // machines at once (distcc: the /LIMITs of DISTCC_HOSTS without
+  // localhost). A job the build's own launcher hands to an engine with a
+  // free remote slot takes that slot and no local CPU slot: here it is a
+  // launcher and a preprocessor. With the engine's slots all taken, or for
+  // an engine not listed here (icecc: its scheduler decides, memgate does
+  // not know its capacity), it weighs like a local compile, since distcc
+  // then waits for a host or compiles on localhost. Offloaded jobs take
+  // the same slots.
+  std::map<std::string, int> remote_slots;
   // A build server's rule (--decline-after): a job that has waited this
   // long is declined rather than kept waiting past its client's timeout;
   // the client then compiles it elsewhere. 0: never.
@@ -142,6 +152,9 @@ struct GovJob {
   std::vector<Attempt> attempt_log;
   Placement placement = Placement::local;
   std::string engine;        // of a remote or offloaded job
+  // A remote job holding one of its engine's remote slots (see
+  // GovernorConfig::remote_slots) this attempt: it weighs no local CPU.
+  bool remote_slot = false;
   JobKey local_key;          // the key it came with (an offloaded job's key is the engine's)
 
   int weight(int slots) const;
@@ -195,6 +208,14 @@ class Governor {
   // "exits" was cancelled: its wrapper went away before it was granted.
   bool exited(JobId id, ExitKind how, int exit_status, double now);
 
+  // The engine compiled this remote or offloaded job here after all
+  // (distcc's fallback when its server refuses or fails, its local retry,
+  // localhost in its hosts). Call before exited() of a finished attempt:
+  // the job is then recorded, and learned, as the local compile it was
+  // (placement local, its own key, the engine kept to say who gave it
+  // back), counted `fell_back`, with a `fallback` event.
+  void ran_here(JobId id, double now);
+
   // The runner could not carry out a freeze (no freezer): undo it.
   void freeze_failed(JobId id);
 
@@ -232,6 +253,12 @@ class Governor {
   GovJob* newest_to_freeze();
   GovJob* newest_to_kill();
   int busy_slots() const;
+  // Remote slots of `engine` free now (see GovernorConfig::remote_slots);
+  // 0 for an engine of unknown capacity.
+  int remote_free(const std::string& engine) const;
+  // Jobs of `engine` holding one of its remote slots (remote ones that
+  // took a slot, and offloaded ones).
+  int remote_busy(const std::string& engine) const;
   int unfrozen_running() const;
   Bytes overhead(const MemoryView& view) const;
   // Cold admission: for a waiting job predicted by no more than a

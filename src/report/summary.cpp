@@ -155,6 +155,10 @@ std::string placement_line(const BuildRecord& b) {
                        k.first == Placement::remote ? "ran through" : "offloaded to", printable(k.second),
                        format_bytes(v.second));
   }
+  // Recorded local (that is where they ran), but the engine gave them back.
+  if (const std::int64_t n = counter(b, Counter::fell_back); n > 0)
+    out += fmt::format("{}{} handed to an engine but compiled here (its local fallback)", out.empty() ? "" : ", ",
+                       plural(n, "job", "jobs"));
   if (const std::int64_t n = counter(b, Counter::declined); n > 0)
     out += fmt::format("{}{} declined after waiting too long", out.empty() ? "" : ", ", plural(n, "job", "jobs"));
   return out;

@@ -207,6 +207,10 @@ bool Runner::start_server() {
   gc.slots = slots_;
   gc.offload_engine = opt_.offload;
   gc.offload_slots = offload_slots();
+  // distcc's remote capacity, for the jobs the build hands it itself.
+  // icecc's is its scheduler's to know: its jobs take local slots.
+  if (const char* hosts = std::getenv("DISTCC_HOSTS"))
+    if (int n = distcc_remote_slots(hosts); n > 0) gc.remote_slots["distcc"] = n;
   gc.decline_after_s = opt_.decline_after_s;
   gov_ = std::make_unique<Governor>(
       gc, [this](const JobKey& k) { return predictor_.predict(k); },

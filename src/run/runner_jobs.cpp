@@ -96,6 +96,8 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   ExitKind kind = ExitKind::finished;
   if (job.killed_by_us) kind = ExitKind::killed_by_us;
   else if (WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL && job.exec->oom_killed()) kind = ExitKind::oom_killed;
+  // distcc compiled it here after all (its fallback): a local compile.
+  if (m.ran_here && kind == ExitKind::finished) gov_->ran_here(job.id, now());
   bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now());
   job.exec->end_attempt();
   job.killed_by_us = false;

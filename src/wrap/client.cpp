@@ -4,7 +4,9 @@
 #include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/un.h>
@@ -142,18 +144,27 @@ std::vector<int> open_cgroup_procs(const std::vector<std::string>& dirs) {
   return fds;
 }
 
-ChildPlan plan_child(const Launch& launch, const GrantMsg& grant, const sigset_t& mask) {
+// `extra_env` ("NAME=value") replaces what the environment has of NAME.
+ChildPlan plan_child(const Launch& launch, const GrantMsg& grant, const sigset_t& mask,
+                     const std::vector<std::string>& extra_env) {
   ChildPlan c;
   c.exe = launch.exe.c_str();
   for (const auto& a : launch.argv) c.argv.push_back(const_cast<char*>(a.c_str()));
   c.argv.push_back(nullptr);
+  auto replaced = [&](std::string_view kv) {
+    if (kv.rfind("PATH=", 0) == 0 || kv.rfind("MEMGATE_JOB=", 0) == 0) return true;
+    for (const auto& x : extra_env)
+      if (auto eq = x.find('='); eq != std::string::npos && kv.substr(0, eq + 1) == std::string_view(x).substr(0, eq + 1))
+        return true;
+    return false;
+  };
   for (char** e = environ; e && *e; ++e) {
     std::string_view kv(*e);
-    if (kv.rfind("PATH=", 0) == 0 || kv.rfind("MEMGATE_JOB=", 0) == 0) continue;
-    c.env_storage.emplace_back(kv);
+    if (!replaced(kv)) c.env_storage.emplace_back(kv);
   }
   c.env_storage.push_back("PATH=" + launch.path_env);
   c.env_storage.push_back("MEMGATE_JOB=" + std::to_string(grant.job));
+  for (const auto& x : extra_env) c.env_storage.push_back(x);
   for (auto& kv : c.env_storage) c.envp.push_back(kv.data());
   c.envp.push_back(nullptr);
   c.cgroup_procs = open_cgroup_procs(grant.cgroups);
@@ -185,6 +196,75 @@ pid_t spawn_child(ChildPlan& plan) {
   alignas(16) static char stack[kStack];  // the wrapper is single-threaded and runs one child at a time
   return ::clone(child_main, stack + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
 }
+
+// distcc's own word on where it compiled a job (read_distcc_log). distcc
+// writes the line that says so ("exec on localhost: ...") at info level,
+// which goes only to a log file: a job launched through distcc gets one
+// of its own, an anonymous memfd that distcc opens by its /proc path
+// (DISTCC_LOG=/proc/<wrapper>/fd/<n>; nothing on disk, gone with the
+// wrapper), and the wrapper prints afterwards what distcc would have
+// printed on stderr (its warnings and errors, everything with
+// DISTCC_VERBOSE). A user's own DISTCC_LOG is kept, and read from where
+// it ended when the job started, for the lines of this job's distcc.
+class DistccLog {
+ public:
+  DistccLog() = default;
+  DistccLog(const DistccLog&) = delete;
+  DistccLog& operator=(const DistccLog&) = delete;
+  ~DistccLog() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // The environment a launch through `engine` needs; nothing for another
+  // engine, or when no log can be had (the job is then taken at its word).
+  std::vector<std::string> prepare(const std::string& engine) {
+    if (engine != "distcc") return {};
+    const char* verbose = ::getenv("DISTCC_VERBOSE");
+    verbose_ = verbose && *verbose && std::strcmp(verbose, "0") != 0;
+    if (const char* user = ::getenv("DISTCC_LOG"); user && *user) {
+      fd_ = ::open(user, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      struct stat st {};
+      if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+      start_ = fd_ >= 0 ? st.st_size : 0;
+      return {};
+    }
+    fd_ = ::memfd_create("memgate-distcc-log", MFD_CLOEXEC);
+    if (fd_ < 0) return {};
+    own_ = true;
+    return {fmt::format("DISTCC_LOG=/proc/{}/fd/{}", ::getpid(), fd_)};
+  }
+
+  // After the child (distcc itself) exited: whether it compiled here.
+  bool ran_here(pid_t child) {
+    if (fd_ < 0) return false;
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || st.st_size <= start_) return false;
+    off_t from = std::max<off_t>(start_, st.st_size - kMaxRead);
+    std::string text(static_cast<std::size_t>(st.st_size - from), '\0');
+    ssize_t n = ::pread(fd_, text.data(), text.size(), from);
+    if (n <= 0) return false;
+    text.resize(static_cast<std::size_t>(n));
+    DistccRun run = read_distcc_log(text, child, verbose_, from > start_);
+    if (own_) {
+      for (const auto& line : run.stderr_lines) {
+        std::string out = line + "\n";
+        ssize_t w = ::write(STDERR_FILENO, out.data(), out.size());
+        (void)w;
+      }
+    }
+    return run.ran_here;
+  }
+
+ private:
+  static constexpr off_t kMaxRead = 256 * 1024;  // the end of a log is what tells
+  int fd_ = -1;
+  off_t start_ = 0;
+  bool own_ = false;
+  bool verbose_ = false;
+};
 
 struct AttemptResult {
   int status = 0;  // raw wait status
@@ -225,7 +305,7 @@ class Forwarding {
 AttemptResult report_spawn_failure(const Launch& launch, int fd, int error) {
   log::error("cannot start '{}': {}", launch.argv[0], std::strerror(error));
   AttemptResult r{126 << 8, false};
-  if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0})) {
+  if (fd >= 0 && write_message(fd, ExitMsg{r.status, 0, 0, false})) {
     auto v = read_message(fd);
     if (v && std::holds_alternative<VerdictMsg>(*v)) r.rerun = std::get<VerdictMsg>(*v).rerun;
   }
@@ -289,12 +369,15 @@ bool wait_for_child(pid_t pid, int fd, const Launch& launch, const GrantMsg& gra
 
 // One attempt: spawn, wait, report. `fd` < 0 once the governor is
 // lost; the attempt still runs to the end and is never rerun.
-AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
+// `engine`: the distributed engine the launch goes through ("" for none).
+AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd, const std::string& engine) {
+  DistccLog distcc_log;
+  std::vector<std::string> extra_env = distcc_log.prepare(engine);
   sigset_t block, old;
   sigemptyset(&block);
   for (int s : kForwarded) sigaddset(&block, s);
   ::sigprocmask(SIG_BLOCK, &block, &old);  // nothing slips past before forwarding is set up
-  ChildPlan plan = plan_child(launch, grant, old);
+  ChildPlan plan = plan_child(launch, grant, old, extra_env);
   pid_t pid = spawn_child(plan);
   for (int cg : plan.cgroup_procs) ::close(cg);
   if (pid > 0 && plan.exec_errno != 0)
@@ -319,7 +402,9 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd) {
   while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
   AttemptResult r{status, false};
-  if (!connected || !write_message(fd, exit_report(status, ru))) return r;
+  ExitMsg report = exit_report(status, ru);
+  report.ran_here = distcc_log.ran_here(pid);
+  if (!connected || !write_message(fd, report)) return r;
   // Told to stop (Ctrl-C, the build tool's SIGTERM): the build is ending,
   // so no verdict is awaited from a governor that may be shutting down.
   if (g_forwarded) return r;
@@ -397,7 +482,8 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
               launch.argv.empty() ? launch.exe : launch.argv[0]);
     return exec_program(launch);
   }
-  if (!write_message(fd, make_request(launch))) return fail_open(launch, socket_path, fd);
+  RequestMsg request = make_request(launch);
+  if (!write_message(fd, request)) return fail_open(launch, socket_path, fd);
   std::optional<std::vector<platform::CgroupMount>> mounts;  // read at the first grant with cgroups
   for (;;) {
     // The wrapper spends most of its life here, blocked in read(), until
@@ -418,7 +504,8 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
       mounts = platform::parse_cgroup_mounts(read_file("/proc/self/mountinfo").value_or("")).value_or(
           std::vector<platform::CgroupMount>{});
     accept_grant(grant, mounts ? *mounts : std::vector<platform::CgroupMount>{});
-    AttemptResult r = run_attempt(grant.offload.empty() ? launch : through_engine(launch, grant.offload), grant, fd);
+    AttemptResult r = grant.offload.empty() ? run_attempt(launch, grant, fd, request.engine)
+                                            : run_attempt(through_engine(launch, grant.offload), grant, fd, grant.offload);
     if (!r.rerun) {
       ::close(fd);
       exit_like(r.status);

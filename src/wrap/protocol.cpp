@@ -62,6 +62,7 @@ json to_json(const Message& m) {
     j = {{"type", "started"}, {"pid", s->pid}};
   } else if (auto* e = std::get_if<ExitMsg>(&m)) {
     j = {{"type", "exit"}, {"status", e->status}, {"cpu_s", e->cpu_s}, {"maxrss_bytes", e->maxrss_bytes}};
+    if (e->ran_here) j["ran_here"] = true;
   } else if (auto* v = std::get_if<VerdictMsg>(&m)) {
     j = {{"type", "verdict"}, {"rerun", v->rerun}};
   }
@@ -186,7 +187,8 @@ Result<Message> decode_object(const json& j) {
     ExitMsg m;
     std::int64_t rss = 0;
     if (r.get("status", m.status) && r.get("cpu_s", m.cpu_s, 0, kMaxSeconds) &&
-        r.get("maxrss_bytes", rss, 0, kMaxReportedBytes)) {
+        r.get("maxrss_bytes", rss, 0, kMaxReportedBytes) &&
+        (!r.j.contains("ran_here") || r.get("ran_here", m.ran_here))) {
       m.maxrss_bytes = rss;
       return Message{m};
     }

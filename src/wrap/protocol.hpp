@@ -74,6 +74,10 @@ struct ExitMsg {
   // Largest RSS of any single process in the tree (getrusage): a floor
   // under the job's peak where no cgroup measured it.
   Bytes maxrss_bytes = 0;
+  // The engine the job went through compiled it on this machine after all
+  // (distcc's log says "exec on localhost": its fallback, its local retry,
+  // localhost in its hosts). Optional on the wire.
+  bool ran_here = false;
 };
 
 struct VerdictMsg {

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Issue 15, Done means 1: memgate in front of distcc. A loopback distccd
-# in its own 2 GiB cgroup; `memgate run -- make -j4 CC="distcc gcc"` in a
-# client cgroup. Every compile really runs on the server (DISTCC_HOSTS
-# lists no localhost, fallback and local retry are off, and the daemon's
-# log counts them), each is gated once (the outer `distcc gcc`, not the
-# `gcc -E` distcc runs below it), the objects are byte-identical to a local
-# build's, history marks the jobs remote through distcc with the local
-# side's peak, and nothing is left running.
+# in its own 2 GiB cgroup; `memgate run --jobs 1 -- make -j4 CC="distcc
+# gcc"` in a client cgroup. Every compile really runs on the server
+# (DISTCC_HOSTS lists no localhost, fallback and local retry are off, and
+# the daemon's log counts them), each is gated once (the outer `distcc
+# gcc`, not the `gcc -E` distcc runs below it), the objects are
+# byte-identical to a local build's, history marks the jobs remote through
+# distcc with the local side's peak, and nothing is left running.
+#
+# One local CPU slot (--jobs 1) against the server's 4 (DISTCC_HOSTS
+# .../4): remote jobs take the engine's slots, not local ones, so the
+# trace shows more than one compile at a time.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../lib/distcc.sh"
 require_cgroups
@@ -15,46 +19,20 @@ command -v gcc >/dev/null || { echo "SKIP: no gcc"; exit 77; }
 
 n=8
 src="$E2E_TMP/src"
-mkdir -p "$src"
-for i in $(seq 1 $n); do
-  cat >"$src/f$i.c" <<C
-#include <stdio.h>
-#include <string.h>
-static int table_$i[64];
-int f$i(const char* s) {
-  for (int k = 0; k < 64; ++k) table_$i[k] = k * $i + (int)strlen(s);
-  int sum = 0;
-  for (int k = 0; k < 64; ++k) sum += table_$i[k] ^ k;
-  printf("%d\n", sum);
-  return sum;
-}
-C
-done
-cat >"$src/Makefile" <<'MK'
-OBJS := $(patsubst %.c,%.o,$(sort $(wildcard *.c)))
-all: $(OBJS)
-%.o: %.c
-	$(CC) -O2 -c $< -o $@
-MK
-cp -r "$src" "$E2E_TMP/local"
-make -s -C "$E2E_TMP/local" CC=gcc || fail "the local reference build failed"
+c_project "$src" $n f
+c_project_reference "$src" "$E2E_TMP/local" || fail "the local reference build failed"
 
-# The daemon runs as the distccd user: it must reach the log.
-chmod 755 "$E2E_TMP"
 srv_dir="$E2E_TMP/server"
-mkdir -p "$srv_dir" && chmod 777 "$srv_dir"
+distccd_dir "$srv_dir"
 server=$(cg_make server 2G)
 read -r dpid port < <(distccd_start "$server" "$srv_dir" 4) || fail "cannot start distccd"
 note "distccd pid $dpid on 127.0.0.1:$port"
 
-export DISTCC_HOSTS="127.0.0.1:$port/4"
-export DISTCC_DIR="$E2E_TMP/distcc-client"
-mkdir -p "$DISTCC_DIR"  # distcc's lock and state files
-export DISTCC_FALLBACK=0 DISTCC_SKIP_LOCAL_RETRY=1 DISTCC_BACKOFF_PERIOD=0
+DISTCC_STRICT=1 distcc_client_env "127.0.0.1:$port/4" "$E2E_TMP/distcc-client"
 client=$(cg_make client 2G)
 set +e
-cg_run "$client" "$MEMGATE" run --jobs 4 --history "$E2E_TMP/h.db" -- make -s -C "$src" -j4 CC="distcc gcc" \
-  >"$E2E_TMP/client.log" 2>&1
+cg_run "$client" "$MEMGATE" run --jobs 1 --history "$E2E_TMP/h.db" --trace "$E2E_TMP/trace.json" -- \
+  make -s -C "$src" -j4 CC="distcc gcc" >"$E2E_TMP/client.log" 2>&1
 rc=$?
 set -e
 cat "$E2E_TMP/client.log" >&2
@@ -62,9 +40,7 @@ assert_eq 0 "$rc" "memgate run exit status"
 
 # Remotely, all of them: the daemon's own word.
 assert_eq "$n" "$(distccd_remote_ok "$srv_dir/distccd.log")" "compiles the daemon finished"
-for i in $(seq 1 $n); do
-  cmp -s "$src/f$i.o" "$E2E_TMP/local/f$i.o" || fail "f$i.o differs from the local build's"
-done
+same_objects "$src" "$E2E_TMP/local" || fail "objects differ from the local build's"
 
 history_json "$E2E_TMP/h.db" "$E2E_TMP/h.json"
 assert_eq "$n" "$(json_get "$E2E_TMP/h.json" 'len(j["jobs"])')" "gated jobs (one per compile)"
@@ -77,7 +53,13 @@ assert_eq "$n" "$(json_get "$E2E_TMP/h.json" 'sum(1 for x in j["jobs"] if x["ide
 assert_eq "$n" "$(json_get "$E2E_TMP/h.json" 'sum(1 for x in j["jobs"] if 0 < x["peak_bytes"] < 128 * 2**20)')" \
   "jobs with a measured local peak under 128 MiB"
 assert_eq "0" "$(json_get "$E2E_TMP/h.json" 'j["build"].get("counters", {}).get("ungated", 0)')" "ungated compilers"
+assert_eq "0" "$(json_get "$E2E_TMP/h.json" 'j["build"].get("counters", {}).get("fell_back", 0)')" \
+  "jobs distcc compiled here"
 grep -q "$n jobs ran through distcc" "$E2E_TMP/client.log" || fail "the summary does not say where the jobs ran"
+# Beyond the one local slot: the most compiles running at once.
+most=$(json_get "$E2E_TMP/trace.json" '(lambda xs: max(sum(1 for a in xs if a["ts"] <= b["ts"] < a["ts"] + a["dur"]) for b in xs))([e for e in (j["traceEvents"] if isinstance(j, dict) else j) if e["ph"] == "X"])')
+note "at most $most remote compiles at once on 1 local slot"
+[ "$most" -ge 2 ] || fail "remote jobs were held to the one local CPU slot"
 
 distccd_stop "$srv_dir" "$dpid"
 assert_eq "" "$(cg_procs "$server")" "processes left in the server's cgroup"

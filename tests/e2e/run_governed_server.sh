@@ -19,9 +19,7 @@ command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
 # the target-prefixed name, which the daemon's allow-list knows.
 chmod 755 "$E2E_TMP"
 bin="$E2E_TMP/bin"
-mkdir -p "$bin"
-for name in gcc cc x86_64-linux-gnu-gcc; do ln -s "$MEMJOB" "$bin/$name"; done
-chmod 755 "$bin"
+memjob_compilers "$bin"
 
 srv_dir="$E2E_TMP/server"
 mkdir -p "$srv_dir/cache" && chown -R distccd "$srv_dir" && chmod 755 "$srv_dir"

@@ -12,15 +12,11 @@ source "$(dirname "$0")/../lib/distcc.sh"
 require_cgroups
 have_distcc || { echo "SKIP: distcc/distccd not installed (apt-get install -y distcc)"; exit 77; }
 
-chmod 755 "$E2E_TMP"
-bin="$E2E_TMP/bin"
-mkdir -p "$bin"
-for name in gcc cc x86_64-linux-gnu-gcc; do ln -s "$MEMJOB" "$bin/$name"; done
-chmod 755 "$bin"
-export PATH="$bin:$PATH"
+memjob_compilers "$E2E_TMP/bin"
+export PATH="$E2E_TMP/bin:$PATH"
 
 srv_dir="$E2E_TMP/server"
-mkdir -p "$srv_dir" && chmod 777 "$srv_dir"
+distccd_dir "$srv_dir"
 server=$(cg_make server 1600M)
 read -r dpid port < <(distccd_start "$server" "$srv_dir" 3) || fail "cannot start distccd"
 note "distccd pid $dpid on 127.0.0.1:$port"
@@ -30,12 +26,9 @@ specs=()
 for i in $(seq 1 8); do specs+=("--peak 400M --ramp 0.2 --hold 1.0 --duration 1.5"); done
 MEMJOB_EXT=c memjob_workload "$w" "${specs[@]}"  # distcc sends only C sources out
 
-export DISTCC_HOSTS="127.0.0.1:$port/3"
-export DISTCC_DIR="$E2E_TMP/distcc-client"
-mkdir -p "$DISTCC_DIR"
 # An offloaded job that cannot run remotely must not come back here
 # unannounced: no fallback, no local retry.
-export DISTCC_FALLBACK=0 DISTCC_SKIP_LOCAL_RETRY=1 DISTCC_BACKOFF_PERIOD=0
+DISTCC_STRICT=1 distcc_client_env "127.0.0.1:$port/3" "$E2E_TMP/distcc-client"
 laptop=$(cg_make laptop 1G)
 set +e
 cg_run "$laptop" "$MEMGATE" run --offload distcc --jobs 8 --memory 700M --reserve 128M \

@@ -15,25 +15,15 @@
 # jobs' own peaks are the client's few MiB. This test holds that down:
 # every ungated compiler found is of that kind.
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/../lib/distcc.sh"  # free_port
+source "$(dirname "$0")/../lib/distcc.sh"  # free_port, c_project
 require_cgroups
 command -v sccache >/dev/null || { echo "SKIP: sccache not installed (apt-get install -y sccache)"; exit 77; }
 command -v gcc >/dev/null || { echo "SKIP: no gcc"; exit 77; }
 
 n=6
 src="$E2E_TMP/src"
-mkdir -p "$src"
-for i in $(seq 1 $n); do printf 'int h%d(int x) { return x * %d - 1; }\n' "$i" "$i" >"$src/h$i.c"; done
-cat >"$src/Makefile" <<'MK'
-OBJS := $(patsubst %.c,%.o,$(sort $(wildcard *.c)))
-all: $(OBJS)
-%.o: %.c
-	$(CC) -O2 -c $< -o $@
-clean:
-	rm -f *.o
-MK
-cp -r "$src" "$E2E_TMP/plain"
-make -s -C "$E2E_TMP/plain" CC=gcc || fail "the plain build failed"
+c_project "$src" $n h
+c_project_reference "$src" "$E2E_TMP/plain" || fail "the plain build failed"
 
 export SCCACHE_DIR="$E2E_TMP/sccache" SCCACHE_SERVER_PORT=$(free_port) SCCACHE_IDLE_TIMEOUT=120
 export SCCACHE_ERROR_LOG="$E2E_TMP/sccache-server.log"
@@ -48,7 +38,7 @@ for round in 1 2; do
   set -e
   cat "$E2E_TMP/round$round.log" >&2
   assert_eq 0 "$rc" "memgate run exit status (round $round)"
-  for i in $(seq 1 $n); do cmp -s "$src/h$i.o" "$E2E_TMP/plain/h$i.o" || fail "h$i.o differs (round $round)"; done
+  same_objects "$src" "$E2E_TMP/plain" || fail "objects differ from the plain build's (round $round)"
   history_json "$E2E_TMP/h.db" "$E2E_TMP/h$round.json"
   assert_eq "$n" "$(json_get "$E2E_TMP/h$round.json" 'len(j["jobs"])')" "gated jobs, round $round (one per compile)"
   assert_eq "$n" "$(json_get "$E2E_TMP/h$round.json" 'sum(1 for x in j["jobs"] if x["where"] == "local" and x["tool"] == "gcc")')" \

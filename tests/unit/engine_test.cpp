@@ -54,3 +54,41 @@ TEST(Engine, DistccRemoteSlotsSumTheLimitsOfEveryHostButLocalhost) {
   EXPECT_EQ(distcc_remote_slots("localhost/4"), 0);
   EXPECT_EQ(distcc_remote_slots(""), 0);
 }
+
+// distcc's client log at info level (DISTCC_LOG), as distcc 3.4 writes it.
+TEST(Engine, DistccLogSaysWhereTheCompileRan) {
+  const char* remote =
+      "distcc[4100] exec on 127.0.0.1:40123/4: x86_64-linux-gnu-gcc -O2 -c f1.c -o f1.o\n"
+      "distcc[4101] exec on localhost: x86_64-linux-gnu-gcc -O2 -c f2.c -o f2.o\n"
+      "distcc[4100] compile f1.c on 127.0.0.1:40123/4 completed ok\n"
+      "distcc[4100] elapsed compilation time 0.052s\n";
+  DistccRun r = read_distcc_log(remote, 4100, false);
+  EXPECT_TRUE(r.seen);
+  EXPECT_FALSE(r.ran_here);
+  EXPECT_TRUE(r.stderr_lines.empty()) << "info lines never reached stderr";
+  EXPECT_TRUE(read_distcc_log(remote, 4101, false).ran_here) << "another client's line";
+  EXPECT_FALSE(read_distcc_log(remote, 999, false).seen);
+
+  const char* fallback =
+      "distcc[4200] exec on 127.0.0.1:1/4: x86_64-linux-gnu-gcc -O2 -c f.c -o f.o\n"
+      "distcc[4200] (dcc_connect_by_addr) ERROR: failed to connect to 127.0.0.1 port 1: Connection refused\n"
+      "distcc[4200] Warning: failed to distribute f.c to 127.0.0.1:1/4, running locally instead\n"
+      "distcc[4200] exec on localhost: x86_64-linux-gnu-gcc -O2 -c f.c -o f.o\n"
+      "distcc[4200] elapsed compilation time 0.3s\n";
+  r = read_distcc_log(fallback, 4200, false);
+  EXPECT_TRUE(r.ran_here);
+  ASSERT_EQ(r.stderr_lines.size(), 2u);
+  EXPECT_EQ(r.stderr_lines[0],
+            "distcc[4200] (dcc_connect_by_addr) ERROR: failed to connect to 127.0.0.1 port 1: Connection refused");
+  EXPECT_EQ(read_distcc_log(fallback, 4200, true).stderr_lines.size(), 5u) << "DISTCC_VERBOSE shows everything";
+}
+
+TEST(Engine, DistccLogReadFromTheMiddleSkipsThePartialLine) {
+  DistccRun r = read_distcc_log("host: gcc -c a.c\ndistcc[7] exec on localhost: gcc -c a.c\n", 7, false, true);
+  EXPECT_TRUE(r.ran_here);
+  r = read_distcc_log("distcc[7] exec on localhost: gcc -c a.c", 7, false, true);
+  EXPECT_FALSE(r.seen) << "a single cut line may be a fragment";
+  for (const char* odd : {"distcc[] exec on localhost: x", "distcc[7]exec on localhost: x", "distcc[7", "",
+                          "\n\n", "distcc[99999999999999] exec on localhost: x"})
+    EXPECT_FALSE(read_distcc_log(odd, 7, false).seen) << odd;
+}

@@ -22,7 +22,8 @@ TEST(Names, EveryCounterHasAUniqueNameThatReadsBack) {
 TEST(Names, EventsOutcomesAndSourcesReadBack) {
   for (EventKind k : {EventKind::freeze, EventKind::thaw, EventKind::kill, EventKind::requeue, EventKind::oom_kill,
                       EventKind::retry, EventKind::gave_up, EventKind::alone, EventKind::overshoot,
-                      EventKind::pressure, EventKind::offload, EventKind::decline})
+                      EventKind::pressure, EventKind::offload, EventKind::decline,
+                      EventKind::fallback})
     EXPECT_EQ(parse_event_kind(name(k)), k);
   for (Placement p : {Placement::local, Placement::remote, Placement::offloaded})
     EXPECT_EQ(parse_placement(name(p)), p);

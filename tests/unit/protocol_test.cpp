@@ -79,7 +79,7 @@ TEST(Protocol, WrapperReportsRoundTrip) {
   ASSERT_TRUE(std::holds_alternative<StartedMsg>(s));
   EXPECT_EQ(std::get<StartedMsg>(s).pid, 4321);
 
-  ExitMsg e{9, 30.25, 7 * GiB};
+  ExitMsg e{9, 30.25, 7 * GiB, false};
   auto d = round_trip(e);
   ASSERT_TRUE(std::holds_alternative<ExitMsg>(d));
   const auto& x = std::get<ExitMsg>(d);
@@ -324,4 +324,13 @@ TEST(Protocol, AnOffloadEngineThatIsAPathIsRefused) {
                             "\"}");
     EXPECT_FALSE(m.ok()) << bad;
   }
+}
+
+TEST(Protocol, AnExitSaysWhenTheEngineRanTheJobHere) {
+  ExitMsg e{0, 1.5, 64 * MiB, false};
+  EXPECT_FALSE(std::get<ExitMsg>(round_trip(e)).ran_here);
+  EXPECT_EQ(encode_payload(e).find("ran_here"), std::string::npos) << "optional: absent when false";
+  e.ran_here = true;
+  EXPECT_TRUE(std::get<ExitMsg>(round_trip(e)).ran_here);
+  EXPECT_FALSE(decode_payload(R"({"type":"exit","status":0,"cpu_s":0,"maxrss_bytes":0,"ran_here":"yes"})").ok());
 }

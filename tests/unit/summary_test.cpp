@@ -281,3 +281,17 @@ TEST(MemoryFailure, DegradedLineComesBeforeTheExplanation) {
   EXPECT_LT(degraded, why);
   EXPECT_EQ(format_summary(build(0, 0), {}), format_summary(build(0, 0)));
 }
+
+// Issue 15: where the jobs ran, and the ones distcc gave back.
+TEST(Summary, SaysWhereJobsRanAndWhichTheEngineCompiledHere) {
+  BuildRecord b = build(0, 0);
+  for (int i = 0; i < 3; ++i) {
+    b.jobs[i].where = Placement::remote;
+    b.jobs[i].engine = "distcc";
+  }
+  b.jobs[3].engine = "distcc";  // fell back: recorded local
+  b.counters[Counter::fell_back] = 1;
+  std::string s = format_summary(b);
+  EXPECT_TRUE(contains(s, "3 jobs ran through distcc (local side at most 3.00 MiB)")) << s;
+  EXPECT_TRUE(contains(s, "1 job handed to an engine but compiled here (its local fallback)")) << s;
+}
