@@ -308,7 +308,9 @@ void add_history_command(CLI::App& app, int* status) {
                         },
                         ""));
   auto* clear = cmd->add_flag("--clear", opts->clear,
-                              "remove every build (imported profiles stay; what was learned from the builds goes)");
+                              "remove every build (imported profiles stay; what was learned from the builds goes). "
+                              "--forget, --prune-older-than and --clear go one at a time, without --json, --build, "
+                              "--limit or export/import");
   // One removal at a time, and not mixed with showing builds.
   forget->excludes(prune)->excludes(clear)->excludes(build)->excludes(json_flag)->excludes(limit);
   prune->excludes(clear)->excludes(build)->excludes(json_flag)->excludes(limit);
