@@ -23,27 +23,27 @@ _memgate() {
     return
   fi
   case $prev in
-    --history|--prior|--report|--trace|--html|--ninja-log|--jobs-csv|--python)
+    --history|--prior|--report|--trace|--summary-json|--html|--ninja-log|--jobs-csv|--python)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --profiles)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
     --offload)
       mapfile -t COMPREPLY < <(compgen -W "distcc icecc sccache" -- "$cur"); return ;;
-    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after)
+    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after|--forget|--prune-older-than)
       return ;;
   esac
   local opts
   case $cmd in
     "") opts="--help --version"
         if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
-    run) opts="--memory --reserve --jobs --history --prior --report --trace --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
+    run) opts="--memory --reserve --jobs --history --prior --report --trace --summary-json --record-empty --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
     wrap) opts="--help --" ;;
     doctor) opts="--json --kill-stale --build-env --python --help" ;;
     history)
       if [[ " ${COMP_WORDS[*]} " == *" export "* || " ${COMP_WORDS[*]} " == *" import "* ]]; then
         mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return
       fi
-      opts="export import --json --build --history --limit --help" ;;
+      opts="export import --json --build --history --limit --forget --prune-older-than --clear --help" ;;
     plan) opts="--cores --capacity --reserve --jobs-range --recommend --json --build --ninja-log --history --jobs-csv --profiles --nvcc-threads --gpu-targets --orders --seed --help" ;;
     report) opts="--build --html --trace --history --help" ;;
     *) return ;;

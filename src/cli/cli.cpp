@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "util/log.hpp"
@@ -49,6 +50,7 @@ int cli_main(int argc, char** argv) {
   add_report_command(app, &status);
   describe_app(app, {"memgate run -- make -j", "memgate run -- pip install flash-attn --no-build-isolation",
                      "memgate plan --cores 128 --capacity 432G", "MAX_JOBS=$(memgate plan --recommend)"});
+  app.footer(app.get_footer() + "\n\n" + kConfigHelp);
 
   // `run` takes a whole command line after "--"; CLI11 must not parse it.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -62,6 +64,16 @@ int cli_main(int argc, char** argv) {
   if (auto unknown = unknown_word(app, args)) {
     log::error("{}", *unknown);
     return 2;
+  }
+  // Per-machine defaults, for the subcommands that take them; a broken
+  // file is a usage error (exit 2), as a broken flag is.
+  if (!args.empty() && args[0] != "wrap" && args[0][0] != '-') {
+    auto config = load_config(config_path());
+    if (!config) {
+      log::error("{}", config.error());
+      return 2;
+    }
+    set_machine_config(std::move(*config));
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
 

@@ -25,8 +25,8 @@ void add_report_command(CLI::App& app, int* status);
 
 // Every subcommand's --history says the same thing.
 inline constexpr const char* kHistoryHelp =
-    "history database (default: $MEMGATE_HISTORY, else $XDG_CACHE_HOME/memgate/history.db, "
-    "else ~/.cache/memgate/history.db)";
+    "history database (default: $MEMGATE_HISTORY, else the config's 'history', else "
+    "$XDG_CACHE_HOME/memgate/history.db, else ~/.cache/memgate/history.db)";
 
 // `--build ID|last` for every subcommand: a malformed value is a usage
 // error (exit 2) before anything is opened.

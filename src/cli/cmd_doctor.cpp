@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/cli.hpp"
+#include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "doctor/doctor.hpp"
 #include "util/log.hpp"
@@ -29,7 +30,9 @@ void print(const std::string& s) {
 }
 
 int run_doctor(const DoctorArgs& args) {
-  doctor::Findings f = doctor::gather({args.build_env || !args.python.empty(), args.python});
+  const MachineConfig& config = machine_config();
+  doctor::Findings f =
+      doctor::gather({args.build_env || !args.python.empty(), args.python, config.reserve, config.memory});
   if (!args.kill_stale) {
     print(args.json ? doctor::render_json(f) : doctor::render_text(f));
     return 0;

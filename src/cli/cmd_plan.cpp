@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "history/history.hpp"
 #include "plan/input.hpp"
@@ -184,7 +185,10 @@ void add_plan_command(CLI::App& app, int* status) {
                    {"memgate plan", "memgate plan --cores 128 --capacity 432G",
                     "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn --no-build-isolation",
                     "memgate plan --ninja-log build/.ninja_log"});
-  cmd->callback([status, args] { *status = run_plan(*args); });
+  cmd->callback([status, args] {
+    args->history = history_flag_or_config(args->history);
+    *status = run_plan(*args);
+  });
 }
 
 }  // namespace memgate

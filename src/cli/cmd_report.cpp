@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "history/build_ref.hpp"
 #include "history/history.hpp"
@@ -72,7 +73,10 @@ void add_report_command(CLI::App& app, int* status) {
       ->type_name("FILE");
   cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
   describe_command(cmd, "", {"memgate report", "memgate report --build 12 --html build12.html --trace build12.json"});
-  cmd->callback([opt, status] { *status = run_report(*opt); });
+  cmd->callback([opt, status] {
+    opt->history = history_flag_or_config(opt->history);
+    *status = run_report(*opt);
+  });
 }
 
 }  // namespace memgate

@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli.hpp"
+#include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "core/capacity.hpp"
 #include "run/runner.hpp"
@@ -12,10 +13,6 @@ namespace memgate {
 // cli_main cuts the arguments at the first "--" before CLI11 sees them, so
 // the build command reaches us exactly as typed.
 namespace {
-
-// More CPU slots than any machine has; beyond it `--jobs` is a typo (and
-// the MAX_JOBS memgate derives from it must stay a small number).
-constexpr int kMaxJobs = 65536;
 
 // Typos are usage errors (exit 2), found before anything starts.
 const CLI::Validator& memory_check() {
@@ -38,15 +35,16 @@ void add_run_command(CLI::App& app, int* status) {
   auto opt = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "run a build with every compiler job gated on memory");
   cmd->add_option("--memory", opt->memory,
-                  "memory the build may use (SIZE: 2560M, 8G, 80%; at least 64M); default capacity - reserve")
+                  "memory the build may use (SIZE: 2560M, 8G, 80%; at least 64M); default: the config's 'memory', "
+                  "else capacity - reserve")
       ->type_name("SIZE")
       ->check(memory_check());
   cmd->add_option("--reserve", opt->reserve,
-                  "memory never handed to jobs (default: 5% of physical memory, 512 MiB..8 GiB; under a cgroup or "
-                  "container limit 2%, 128 MiB..2 GiB)")
+                  "memory never handed to jobs (default: the config's 'reserve', else 5% of physical memory, "
+                  "512 MiB..8 GiB; under a cgroup or container limit 2%, 128 MiB..2 GiB)")
       ->type_name("SIZE")
       ->check(size_check());
-  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: usable cores)")
+  cmd->add_option("-j,--jobs", opt->jobs, "CPU slots (default: the config's 'jobs', else the usable cores)")
       ->type_name("N")
       ->check(CLI::Range(1, kMaxJobs));
   cmd->add_option("--history", opt->history, kHistoryHelp)->type_name("FILE");
@@ -57,6 +55,12 @@ void add_run_command(CLI::App& app, int* status) {
   cmd->add_option("--report", opt->report_html, "write an HTML report of the build to FILE")->type_name("FILE.html");
   cmd->add_option("--trace", opt->trace_json, "write a Chrome trace (Perfetto) of the build to FILE")
       ->type_name("FILE.json");
+  cmd->add_option("--summary-json", opt->summary_json,
+                  "write the build's record to FILE as JSON, with the keys of 'memgate history --build ID --json' "
+                  "(\"id\": null when it was not recorded)")
+      ->type_name("FILE");
+  cmd->add_flag("--record-empty", opt->record_empty,
+                "record the build in history even if it gated no compiler job (such builds are left out)");
   cmd->add_option("--offload", opt->offload, "send compiles waiting for local memory to this distributed engine instead")
       ->type_name("ENGINE")
       ->check(CLI::IsMember({"distcc", "icecc", "sccache"}));
@@ -77,8 +81,15 @@ void add_run_command(CLI::App& app, int* status) {
   cmd->prefix_command();
   describe_command(cmd, "-- CMD [ARG...]",
                    {"memgate run -- make -j", "memgate run --memory 80% -- ninja -C out",
-                    "memgate run --report build.html -- pip install flash-attn --no-build-isolation"});
+                    "memgate run --report build.html -- pip install flash-attn --no-build-isolation",
+                    "memgate run --summary-json build-summary.json -- cmake --build build"});
   cmd->callback([cmd, opt, status] {
+    // Flag, then environment, then the config file (cli/config.hpp).
+    const MachineConfig& config = machine_config();
+    if (!opt->memory) opt->memory = config.memory;
+    if (!opt->reserve) opt->reserve = config.reserve;
+    if (!opt->jobs) opt->jobs = config.jobs;
+    opt->history = history_flag_or_config(opt->history);
     opt->command = run_command_after_dashes();
     if (opt->command.empty()) opt->command = cmd->remaining();
     if (opt->command.empty()) {

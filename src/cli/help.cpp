@@ -38,6 +38,13 @@ class Formatter : public CLI::Formatter {
     if (!tail_.empty()) out += " " + tail_;
     return out + "\n";
   }
+  // CLI11 appends "Excludes: --a --b ..." to an option's metavar; the
+  // option's own help says what it cannot be combined with, in words.
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string out = CLI::Formatter::make_option_opts(opt);
+    if (auto at = out.find(" Excludes:"); at != std::string::npos) out.erase(at);
+    return out;
+  }
 
  private:
   std::string tail_;

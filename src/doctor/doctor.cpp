@@ -111,7 +111,7 @@ Findings gather(const GatherOptions& options) {
   Bytes physical = f.meminfo.total.value_or(0);
   if (physical <= 0) physical = detect_capacity().physical;
   f.capacity = compute_capacity(physical, limit);
-  if (auto b = compute_budget(f.capacity, std::nullopt, std::nullopt)) f.budget = *b;
+  if (auto b = compute_budget(f.capacity, options.reserve, options.memory)) f.budget = *b;
   if (f.cgroups.version != platform::CgroupVersion::none) f.cgroup_usage = platform::Cgroup::self(f.cgroups).usage();
   probe_cgroups(f);
   f.psi = platform::read_psi();

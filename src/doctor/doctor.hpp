@@ -39,6 +39,9 @@ struct Findings {
 struct GatherOptions {
   bool build_env = false;  // also read the build environment (build_env.hpp)
   std::string python;      // the interpreter to look at ("" = $PYTHON, else python3 in PATH)
+  // The config file's `reserve` and `memory` (cli/config.hpp), so the
+  // budget shown is the one `memgate run` would use here.
+  std::optional<std::string> reserve, memory;
 };
 
 // Reads the real machine. The confinement probe mkdirs and rmdirs one

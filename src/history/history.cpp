@@ -128,8 +128,26 @@ std::string History::resolve_path(const std::string& flag_value) {
 
 Result<std::unique_ptr<History>> History::open(const std::string& path) { return open(path, kBusyTimeoutMs); }
 
+Status History::check_location(const std::string& path) {
+  if (path.empty()) return Error{"the history path is empty"};
+  if (path == default_path()) return ok_status();  // open() makes it
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ok_status();  // the working directory
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return Error{fmt::format("cannot use history database {}: its directory {} {} (memgate creates only the "
+                             "default location, {}; create the directory or fix the path)",
+                             path, dir, errno == ENOENT ? "does not exist" : std::strerror(errno),
+                             default_path())};
+  if (!S_ISDIR(st.st_mode))
+    return Error{fmt::format("cannot use history database {}: {} is not a directory", path, dir)};
+  return ok_status();
+}
+
 Result<std::unique_ptr<History>> History::open(const std::string& path, int busy_timeout_ms) {
-  make_parent_dirs(path);
+  if (auto s = check_location(path); !s) return Error{s.error()};
+  if (path == default_path()) make_parent_dirs(path);
   for (int attempt = 0;; ++attempt) {
     const FileId seen = file_id(path);
     OpenAttempt a = try_open(path, busy_timeout_ms);

@@ -39,13 +39,19 @@ class History {
   // The path used when neither --history nor MEMGATE_HISTORY is given:
   // $XDG_CACHE_HOME/memgate/history.db, else ~/.cache/memgate/history.db.
   static std::string default_path();
-  // --history if given, else MEMGATE_HISTORY, else default_path().
+  // --history if given, else MEMGATE_HISTORY, else default_path(). (The
+  // config file's `history` reaches here as the flag: cli/config.hpp.)
   static std::string resolve_path(const std::string& flag_value);
+  // Whether `path` may be used: the default location always (open()
+  // creates its directories, 0700); any other path only in a directory
+  // that exists, so a typo in --history is an error, not a new tree.
+  static Status check_location(const std::string& path);
 
-  // Opens or creates the database (and its directory), migrating the
-  // schema. A corrupt file is renamed to PATH.corrupt-<time> with a
-  // warning and a fresh one is created. Errors only when no usable
-  // database can be had at all (the caller then runs without history).
+  // Opens or creates the database, migrating the schema; the directory
+  // only for the default path (check_location). A corrupt file is renamed
+  // to PATH.corrupt-<time> with a warning and a fresh one is created.
+  // Errors when no usable database can be had at all (the caller then
+  // runs without history) or the location is refused.
   static Result<std::unique_ptr<History>> open(const std::string& path);
   // The same with another lock wait than the default 10 s (tests; tools
   // that would rather skip history than wait).
@@ -78,6 +84,23 @@ class History {
   // replaces the imported one of its identity. Returns how many identities
   // were new. On error nothing is changed.
   virtual Result<int> import_profiles(const std::vector<JobProfile>& profiles) = 0;
+
+  // Removes builds with all their jobs, in one transaction: the build
+  // `id`, else every build that started before `started_before` (unix
+  // seconds), else all of them. What the predictor learned from them goes
+  // too, since it is recomputed from the remaining jobs on every run;
+  // imported profiles (`history import`) are not builds and stay. Ids are
+  // never reused, so a forgotten build's id never names another build.
+  struct ForgetQuery {
+    std::optional<std::int64_t> id;
+    std::optional<double> started_before;
+  };
+  struct Forgotten {
+    int builds = 0;
+    int jobs = 0;
+    int builds_left = 0;
+  };
+  virtual Result<Forgotten> forget(const ForgetQuery& query) = 0;
 };
 
 }  // namespace memgate

@@ -127,6 +127,8 @@ Result<std::string> Db::query_text(std::string_view sql) {
 
 std::int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 
+int Db::changes() const { return sqlite3_changes(db_); }
+
 int Db::last_code() const { return db_ ? sqlite3_errcode(db_) : SQLITE_CANTOPEN; }
 
 bool Db::last_was_corrupt() const {

@@ -68,6 +68,8 @@ class Db {
   // The first column of the first row as text ("" if no row).
   Result<std::string> query_text(std::string_view sql);
   std::int64_t last_insert_rowid() const;
+  // Rows the last INSERT, UPDATE or DELETE changed.
+  int changes() const;
 
   // The code of the last failure: corruption is handled differently from
   // a lock held too long.

@@ -318,4 +318,35 @@ Result<int> SqliteHistory::import_profiles(const std::vector<JobProfile>& profil
   return (count->empty() ? 0 : std::stoi(*count)) - before;
 }
 
+// Jobs first: the schema's ON DELETE CASCADE needs foreign keys switched
+// on, which older databases never had, so nothing relies on it.
+Result<History::Forgotten> SqliteHistory::forget(const ForgetQuery& q) {
+  auto fail = [&](const std::string& why) -> Result<Forgotten> {
+    (void)db_.exec("ROLLBACK");
+    return Error{fmt::format("cannot remove builds from history database {}: {}", path_, why)};
+  };
+  const std::string where = q.id ? "id = ?1" : q.started_before ? "start_unix < ?1" : "1";
+  auto bind = [&](sql::Stmt& st) {
+    if (q.id) st.bind(1, *q.id);
+    else if (q.started_before) st.bind(1, *q.started_before);
+  };
+  if (auto s = db_.exec("BEGIN IMMEDIATE"); !s) return fail(s.error());
+  Forgotten out;
+  auto jobs = db_.prepare("DELETE FROM jobs WHERE build_id IN (SELECT id FROM builds WHERE " + where + ")");
+  if (!jobs) return fail(jobs.error());
+  bind(*jobs);
+  if (auto s = jobs->run(); !s) return fail(s.error());
+  out.jobs = db_.changes();
+  auto builds = db_.prepare("DELETE FROM builds WHERE " + where);
+  if (!builds) return fail(builds.error());
+  bind(*builds);
+  if (auto s = builds->run(); !s) return fail(s.error());
+  out.builds = db_.changes();
+  auto left = db_.query_text("SELECT count(*) FROM builds");
+  if (!left) return fail(left.error());
+  out.builds_left = left->empty() ? 0 : std::stoi(*left);
+  if (auto s = db_.exec("COMMIT"); !s) return fail(s.error());
+  return out;
+}
+
 }  // namespace memgate

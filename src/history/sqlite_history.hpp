@@ -20,6 +20,7 @@ class SqliteHistory final : public History {
   std::vector<JobRecord> jobs_for_prediction(int max_builds) override;
   std::vector<JobProfile> imported_profiles() override;
   Result<int> import_profiles(const std::vector<JobProfile>& profiles) override;
+  Result<Forgotten> forget(const ForgetQuery& query) override;
 
  private:
   Status insert_jobs(std::int64_t build_id, const std::vector<JobRecord>& jobs);

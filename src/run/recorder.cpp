@@ -11,6 +11,7 @@
 
 #include "history/history.hpp"
 #include "history/pending.hpp"
+#include "history/record_json.hpp"
 #include "predict/identity.hpp"
 #include "predict/profile.hpp"
 #include "report/files.hpp"
@@ -112,12 +113,14 @@ BuildRecord Recorder::build_record(const Totals& t) const {
 }
 
 void publish(BuildRecord& b, History* history, const PublishOptions& o) {
+  const bool record = !b.jobs.empty() || o.record_empty;
   std::string why = history ? "" : "the history database could not be opened";
-  if (history) {
+  if (history && record) {
     if (auto id = history->save_build(b)) b.id = *id;
     else why = id.error();
   }
-  if (!why.empty() && !o.history_path.empty()) {
+  if (!record) log::debug("no job was gated: the build is not recorded (--record-empty keeps it)");
+  if (record && !why.empty() && !o.history_path.empty()) {
     if (auto side = save_pending(o.history_path, b))
       log::warn("{}; this build's record went to {} (the next memgate run merges it)", why, *side);
     else
@@ -129,6 +132,9 @@ void publish(BuildRecord& b, History* history, const PublishOptions& o) {
   ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
   (void)n;
   if (auto st = write_reports(b, o.report_html, o.trace_json); !st) log::warn("{}", st.error());
+  if (!o.summary_json.empty())
+    if (auto st = write_file_atomically(o.summary_json, build_record_json(b)); !st)
+      log::warn("the summary JSON was not written: {}", st.error());
 }
 
 }  // namespace memgate

@@ -70,11 +70,14 @@ class Recorder {
   std::map<JobId, int> index_of_;
 };
 
-// The end of a build: its record saved to history (its id filled in), the
+// The end of a build: its record saved to history (its id filled in; a
+// build that gated no job only with `record_empty`, so `true`, configure
+// steps and up-to-date rebuilds do not fill history with noise), the
 // summary on stderr (under --quiet only the explanation of a build memory
-// failed), and the report files asked for. Failures are warnings; the build's status stands.
-// A record the database would not take (locked, or not open at all) goes
-// to a side file beside `history_path` (history/pending.hpp).
+// failed), and the report and summary JSON files asked for. Failures are
+// warnings; the build's status stands. A record the database would not
+// take (locked, or not open at all) goes to a side file beside
+// `history_path` (history/pending.hpp).
 struct PublishOptions {
   std::string history_path;           // "" = no history at all
   std::vector<std::string> degraded;  // what the run lacked
@@ -82,6 +85,8 @@ struct PublishOptions {
   bool quiet = false;
   bool verbose = false;  // the full summary even when memgate did not act
   std::string report_html, trace_json;
+  std::string summary_json;   // the record as JSON (history/record_json.hpp)
+  bool record_empty = false;  // keep a build with no gated job in history too
 };
 void publish(BuildRecord& build, History* history, const PublishOptions& options);
 

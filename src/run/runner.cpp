@@ -72,7 +72,7 @@ double Runner::now() const {
 int Runner::run() {
   log::set_quiet(opt_.quiet);
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
-  open_history();                                     // predictions and the known total
+  if (!open_history()) return 125;                    // predictions and the known total
   if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
   if (!start_server()) return 125;                    // socket in a private dir, the governor
   cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
@@ -132,13 +132,20 @@ void Runner::load_shipped_priors() {
   }
 }
 
-void Runner::open_history() {
+// A history the user named in a directory that does not exist is a typo
+// to stop at; one that is locked, corrupt beyond repair or unwritable is
+// not the build's problem: it runs without.
+bool Runner::open_history() {
   load_shipped_priors();
   history_path_ = History::resolve_path(opt_.history);
+  if (auto s = History::check_location(history_path_); !s) {
+    log::error("{}", s.error());
+    return false;
+  }
   auto h = History::open(history_path_, kHistoryBusy_ms);
   if (!h) {
     log::warn("running without history: {}", h.error());
-    return;
+    return true;
   }
   history_ = std::move(*h);
   if (int n = merge_pending(*history_, history_path_))
@@ -151,6 +158,7 @@ void Runner::open_history() {
       last_wall_ = b->wall_s();
     }
   }
+  return true;
 }
 
 // How many jobs --offload may have out at once: --offload-jobs, else what
@@ -407,6 +415,8 @@ void Runner::finish() {
     p.history_path = history_path_;
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
+    p.summary_json = opt_.summary_json;
+    p.record_empty = opt_.record_empty;
     publish(b, history_.get(), p);
   }
   cgroups_->remove(abort_signal_ != 0);

@@ -16,6 +16,8 @@ struct RunOptions {
   std::string prior;                   // --prior FILE ("" = MEMGATE_PRIOR, else none): profiles for this run only
   std::string report_html;             // --report FILE.html
   std::string trace_json;              // --trace FILE.json
+  std::string summary_json;            // --summary-json FILE: the record, as `history --build ID --json` has it
+  bool record_empty = false;           // --record-empty: keep a build that gated no job in history too
   bool no_confine = false;
   bool quiet = false;
   bool verbose = false;  // --verbose: the full summary

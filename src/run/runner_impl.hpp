@@ -48,7 +48,7 @@ class Runner {
  private:
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
-  void open_history();
+  bool open_history();
   int offload_slots() const;
   void load_shipped_priors();
   bool load_prior();

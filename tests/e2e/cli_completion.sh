@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The bash completion script loads in a plain bash, completes subcommands
-# and options, and knows every option each subcommand's --help lists.
+# The bash and zsh completion scripts load in a plain shell (zsh through
+# compinit, as installed), complete subcommands and options, and know every
+# option each subcommand's --help lists.
 source "$(dirname "$0")/lib.sh"
 : "${MEMGATE_SRC:?}"
 script="$MEMGATE_SRC/completion/memgate.bash"
@@ -24,13 +25,54 @@ assert_eq "$(printf 'plan\n')" "$(complete_words memgate pl)" "memgate pl<TAB>"
 assert_eq 6 "$(complete_words memgate '' | wc -l)" "memgate <TAB> offers the 6 subcommands"
 assert_eq "--recommend" "$(complete_words memgate plan --reco)" "memgate plan --reco<TAB>"
 assert_eq "--memory" "$(complete_words memgate run --mem)" "memgate run --mem<TAB>"
-complete_words memgate run -- ba | grep -qx bash || fail "memgate run -- ba<TAB> does not offer commands"
+# Through a file: with pipefail, `grep -q` quitting early would SIGPIPE a
+# long list of commands and fail the pipeline now and then.
+complete_words memgate run -- ba >"$E2E_TMP/ba"
+grep -qx bash "$E2E_TMP/ba" || fail "memgate run -- ba<TAB> does not offer commands"
 
 note "every option in --help is completed"
 for cmd in run doctor history plan report; do
   offered=$(complete_words memgate "$cmd" -)
   for opt in $("$MEMGATE" "$cmd" --help | sed -n 's/^  \(-[a-zA-Z],\)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' | sort -u); do
     grep -qx -- "$opt" <<<"$offered" || fail "memgate $cmd: $opt is in --help but not completed"
+  done
+done
+
+note "zsh: compinit finds the script and it loads"
+command -v zsh >/dev/null || fail "no zsh (apt-get install -y zsh): the zsh completion cannot be checked"
+zdir="$E2E_TMP/zsh-functions"
+mkdir -p "$zdir"
+cp "$MEMGATE_SRC/completion/_memgate" "$zdir/"
+zsh -n "$zdir/_memgate" || fail "the zsh completion has a syntax error"
+# -f: no user startup files; compinit -u -D: no ownership check, no dump file.
+got=$(HOME="$E2E_TMP" zsh -f -c '
+  fpath=("$1" $fpath)
+  autoload -U compinit && compinit -u -D
+  print -r -- "${_comps[memgate]}"
+  autoload -U +X _memgate && print -r -- "$(whence -w _memgate)"' _ "$zdir" 2>&1)
+assert_eq "$(printf '_memgate\n_memgate: function')" "$got" "compinit registers _memgate for memgate and autoloads it"
+
+# zsh_specs WORD...: the specs _memgate gives _arguments and _describe for
+# the command line WORD... (the last one being completed), one per line,
+# with both stubbed out: completion widgets only run inside a live zle.
+zsh_specs() {
+  zsh -f -c '
+    _arguments() { print -rl -- "$@"; }
+    _describe() { local name=${@[-1]}; print -rl -- "${(@P)name}"; }
+    script=$1; shift
+    words=("$@"); CURRENT=$#
+    source "$script"' _ "$zdir/_memgate" "$@"
+}
+# The option names of specs: "(-j --jobs)--jobs[CPU slots]:N" is --jobs.
+spec_options() { sed -n -e 's/^([^)]*)//' -e 's/[:[].*//' -e '/^-/p' | sort -u; }
+
+note "zsh: subcommands and options"
+assert_eq 6 "$(zsh_specs memgate '' | grep -c '^[a-z]*:')" "memgate <TAB> in zsh offers the 6 subcommands"
+for cmd in run doctor history plan report; do
+  offered=$(zsh_specs memgate "$cmd" - | spec_options)
+  [ -n "$offered" ] || fail "zsh: memgate $cmd offers no options"
+  for opt in $("$MEMGATE" "$cmd" --help | sed -n 's/^  \(-[a-zA-Z],\)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' | sort -u); do
+    grep -qx -- "$opt" <<<"$offered" || fail "zsh: memgate $cmd: $opt is in --help but not completed"
   done
 done
 echo "ok"

@@ -53,7 +53,7 @@ else
   page="$MEMGATE_BUILD/memgate.1"
   [ -f "$page" ] || fail "help2man is installed but the build made no $page"
   MANWIDTH=100 man -l -P cat "$page" >"$E2E_TMP/man.txt" 2>"$E2E_TMP/man.err" || fail "man -l $page: $(cat "$E2E_TMP/man.err")"
-  for want in NAME SYNOPSIS COMMANDS "memgate plan" "EXIT STATUS" "--capacity"; do
+  for want in NAME SYNOPSIS COMMANDS "memgate plan" "EXIT STATUS" "--capacity" FILES "memgate/config" "--summary-json"; do
     grep -q -- "$want" "$E2E_TMP/man.txt" || fail "the man page has no '$want'"
   done
 fi

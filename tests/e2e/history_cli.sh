@@ -3,6 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 
 db="$E2E_TMP/cache/history.db"
+mkdir -p "$(dirname "$db")"  # a --history or MEMGATE_HISTORY in a missing directory is an error (history_forget.sh)
 
 # No history yet: a friendly line, an empty list, exit 0, no file created.
 out=$(MEMGATE_HISTORY="$db" "$MEMGATE" history) || fail "history without a database failed"

@@ -38,8 +38,10 @@ trap e2e_cleanup EXIT
 # assert_eq EXPECTED ACTUAL MESSAGE
 assert_eq() { [ "$1" == "$2" ] || fail "$3: expected '$1', got '$2'"; }
 
-# Isolate memgate's per-user state (shim dir, default history) per test.
+# Isolate memgate's per-user state (shim dir, default history, config
+# file) per test.
 export XDG_CACHE_HOME="$E2E_TMP/cache"
+export XDG_CONFIG_HOME="$E2E_TMP/config"
 unset MEMGATE_SOCKET MEMGATE_JOB MEMGATE_DISABLE MEMGATE_HISTORY MAX_JOBS || true
 
 # A directory of fake compilers: every compiler name runs memjob. Put it

@@ -34,7 +34,7 @@ class HistoryTest : public ::testing::Test {
     std::string tmpl = (fs::temp_directory_path() / "memgate-history-test.XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    path_ = dir_ + "/sub/dir/history.db";  // parents are created on open
+    path_ = dir_ + "/history.db";  // only the default location gets its directory made
   }
   void TearDown() override {
     log::reset_sink();

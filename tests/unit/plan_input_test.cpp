@@ -234,6 +234,7 @@ class FakeHistory : public History {
   std::vector<JobRecord> jobs_for_prediction(int) override { return {}; }
   std::vector<JobProfile> imported_profiles() override { return {}; }
   Result<int> import_profiles(const std::vector<JobProfile>&) override { return 0; }
+  Result<Forgotten> forget(const ForgetQuery&) override { return Forgotten{}; }
 };
 
 BuildRecord tiny_build(const std::string& cwd) {
