@@ -88,7 +88,7 @@ std::string fit_label(std::string_view text, int width_px) {
   for (char c : text) chars += continuation(c) ? 0 : 1;
   if (chars == 0 || fit <= 0) return "";
   if (chars <= static_cast<size_t>(fit)) return std::string(text);
-  if (fit < 4) return "";  // three characters and the ellipsis, or nothing
+  if (fit < 7) return "";  // six characters and the ellipsis, or nothing: "ker…" says nothing
   // Keep fit - 1 characters: the byte before the (fit)th character start.
   size_t seen = 0, cut = 0;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -32,7 +32,7 @@ constexpr std::array<Bytes, 3> kPeakBandLimits = {256 * MiB, 1 * GiB, 4 * GiB};
 int peak_band(Bytes peak);
 
 // `text` as a label of a bar `width_px` wide in the timeline's 9 px font:
-// whole if it fits, else cut with "…" when at least three characters
+// whole if it fits, else cut with "…" when at least six characters
 // remain, else "" (no label). Cuts only at UTF-8 character boundaries.
 std::string fit_label(std::string_view text, int width_px);
 

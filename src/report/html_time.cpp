@@ -123,12 +123,15 @@ void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, c
   }
   auto peak = std::max_element(used.begin(), used.end(), [](const MemSample& a, const MemSample& c) { return a.bytes < c.bytes; });
   if (peak != used.end()) {
-    const int cx = s.x(peak->t_s), cy = y(peak->bytes);
+    // The recorded peak (cgroup high-water mark) may fall between samples:
+    // marked at the highest sample's time, at the recorded height.
+    const int cx = s.x(peak->t_s), cy = y(std::max(f.peak, peak->bytes));
     const bool right = cx > s.x(s.t_end) - 120;  // label to the left near the end
-    fmt::format_to(Out(out), "<circle class=\"pk\" cx=\"{0}\" cy=\"{1}\" r=\"3.5\"><title>peak {2} at {3}</title></circle>"
+    fmt::format_to(Out(out), "<circle class=\"pk\" cx=\"{0}\" cy=\"{1}\" r=\"3.5\"><title>peak {2} (highest sample {7} at {3})</title></circle>"
                    "<text class=\"pt\" x=\"{4}\" y=\"{5}\"{6}>peak {2}</text>\n",
-                   cx, cy, format_bytes(peak->bytes), format_duration(peak->t_s), right ? cx - 7 : cx + 7,
-                   std::max(kMemTop + 8, cy + 3), right ? " text-anchor=\"end\"" : "");
+                   cx, cy, format_bytes(std::max(f.peak, peak->bytes)), format_duration(peak->t_s),
+                   right ? cx - 7 : cx + 7, std::max(kMemTop + 8, cy + 3), right ? " text-anchor=\"end\"" : "",
+                   format_bytes(peak->bytes));
   }
   out += "</svg>\n";
 }
@@ -287,7 +290,7 @@ void append_time_view(std::string& out, const BuildRecord& b, const BuildFacts& 
   const int width = std::clamp(static_cast<int>(6 * b.jobs.size() / static_cast<size_t>(lanes)), kMinPlotWidth,
                                kMaxPlotWidth);
   const Scale s{t_end, width};
-  const std::vector<MemSample> reserved = reserved_series(b);
+  const std::vector<MemSample> reserved = reserved_series(b, t_end / width);
 
   out += "<h2>Memory and jobs over time</h2>\n";
   out += legends(f, !reserved.empty());

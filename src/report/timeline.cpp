@@ -77,7 +77,7 @@ std::string short_name(const JobRecord& job) {
   return shorten_middle(name, 48);
 }
 
-std::vector<MemSample> reserved_series(const BuildRecord& build) {
+std::vector<MemSample> reserved_series(const BuildRecord& build, double merge_s) {
   // +bytes at each attempt's start, -bytes at its end.
   std::vector<MemSample> changes;
   bool any = false;
@@ -107,7 +107,7 @@ std::vector<MemSample> reserved_series(const BuildRecord& build) {
   for (size_t i = 0; i < changes.size();) {
     const double t = changes[i].t_s;
     const Bytes before = level;
-    for (; i < changes.size() && changes[i].t_s == t; ++i) level += changes[i].bytes;
+    for (; i < changes.size() && changes[i].t_s <= t + merge_s; ++i) level += changes[i].bytes;
     if (level == before) continue;
     out.push_back({t, before});
     out.push_back({t, level});

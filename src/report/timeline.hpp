@@ -53,7 +53,10 @@ std::string short_name(const JobRecord& job);
 // and raises it for a job that overshoots, and neither moment is
 // recorded. Jobs with no prediction (older records) add nothing. Empty
 // when no job had a prediction.
-std::vector<MemSample> reserved_series(const BuildRecord& build);
+// Changes within `merge_s` of each other are drawn as one step (the
+// HTML report passes one pixel's time), so a job that starts a few
+// milliseconds after another ends leaves no hairline dip.
+std::vector<MemSample> reserved_series(const BuildRecord& build, double merge_s = 0);
 
 // At most `max_points` samples (>= 4), sorted by time, keeping each
 // bucket's minimum and maximum so peaks survive thinning.

@@ -78,7 +78,9 @@ TEST(FitLabel, WholeCutOrNothing) {
   EXPECT_EQ(fit_label("kernel_12_hdim64.cu", 20), "");               // 2 chars would fit: no label
   EXPECT_EQ(fit_label("", 200), "");
   // Never cuts inside a UTF-8 character.
-  EXPECT_EQ(fit_label("\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9.c", 30), "\u00e9\u00e9\u00e9\u2026");
+  EXPECT_EQ(fit_label("\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9.c", 45),
+            "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u2026");  // (45-4)/5.5 = 7 chars
+  EXPECT_EQ(fit_label("kernel_12_hdim64.cu", 40), "") << "'kern\u2026' would say nothing";
 }
 
 namespace {
@@ -127,6 +129,17 @@ TEST(ReservedSeries, ARerunHoldsAtLeastWhatItsKilledAttemptReached) {
   EXPECT_EQ(at(r, 1), 500 * MiB);
   EXPECT_EQ(at(r, 6), 0);
   EXPECT_EQ(at(r, 9), 900 * MiB);
+}
+
+TEST(ReservedSeries, ChangesWithinAPixelAreOneStep) {
+  BuildRecord b;
+  b.jobs.push_back(job(0, 10, 500 * MiB, 400 * MiB));
+  b.jobs.push_back(job(10.004, 20, 300 * MiB, 300 * MiB));  // admitted 4 ms after the first ended
+  EXPECT_EQ(at(reserved_series(b), 10.002), 0) << "without merging, the hand-over dips to 0";
+  const auto merged = reserved_series(b, 0.01);
+  EXPECT_EQ(at(merged, 10.002), 300 * MiB);
+  EXPECT_EQ(at(merged, 5), 500 * MiB);
+  EXPECT_EQ(at(merged, 21), 0);
 }
 
 TEST(ReservedSeries, EmptyWithoutPredictions) {
