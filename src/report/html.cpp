@@ -3,78 +3,32 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <ctime>
 #include <iterator>
-#include <numeric>
 
+#include "report/html_time.hpp"
 #include "report/summary.hpp"
 #include "report/timeline.hpp"
 
 namespace memgate {
 namespace {
 
-constexpr size_t kMaxMemoryPoints = 2000;
-constexpr int kLabelWidth = 56;   // left margin for lane and row labels
-constexpr int kAxisHeight = 18;
-constexpr int kEventRow = 11;
-constexpr int kChartWidth = 1000;
-constexpr int kChartHeight = 220;
-constexpr int kChartLeft = 70;
-constexpr int kChartBottom = 20;
-
-// The kinds of governor event the timeline has a row for; the rest share
-// the last row.
-constexpr std::array<EventKind, 4> kEventRows = {EventKind::freeze, EventKind::thaw, EventKind::requeue,
-                                                 EventKind::oom_kill};
-
 const char kStyle[] = R"css(
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#222;background:#fff}
-h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.4em 0 .4em}
+h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.2em 0 .3em}h3{font-size:.85em;margin:0 0 .3em;color:#666;font-weight:600;text-transform:uppercase;letter-spacing:.04em}
 .meta{color:#555;margin:0}.meta code{word-break:break-all}
 table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left;border-bottom:1px solid #eee}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-.verdict{font-weight:600;margin:.6em 0}
-.scroll{overflow-x:auto;border:1px solid #ddd}
-svg text{font-size:10px;fill:#555}.tl text{font-size:9px}
-.grid{stroke:#eee}.lane{fill:#fafafa}
-.job{fill:#4c78a8}.job:hover,.attempt:hover{stroke:#000}
-.h1{fill:#5b8fbf}.h2{fill:#e3a33b}.h3{fill:#e0702c}.h4{fill:#c4311b}.f{fill:#888;stroke:#c00}
-.attempt{fill:none;stroke:#c4311b;stroke-dasharray:2 1}
-.ev{fill:#333}.e0{fill:#1f77b4}.e1{fill:#2ca02c}.e2{fill:#d62728}.e3{fill:#9467bd}.e4{fill:#8c564b}
-.used{fill:none;stroke:#4c78a8;stroke-width:1.5}.area{fill:#4c78a8;fill-opacity:.15}
-.budget{stroke:#c00;stroke-dasharray:6 3}.cap{stroke:#999;stroke-dasharray:2 3}
-.key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}
+.first{display:grid;grid-template-columns:repeat(3,minmax(0,1fr)) minmax(0,2fr);gap:12px;margin-top:.8em}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px}.card p{margin:.2em 0}
+.big{font-size:1.35em;font-weight:600}.verdict{font-weight:400;color:#333}
+.gauge{position:relative;height:10px;background:#eee;border-radius:5px;margin:.4em 0;overflow:hidden}
+.gauge span{position:absolute;left:0;top:0;bottom:0;border-radius:5px}.gauge .lo{background:#4a9d4a}.gauge .mid{background:#e0a030}.gauge .hi{background:#c8331d}
+#top-jobs{font-size:13px}#top-jobs td,#top-jobs th{padding:1px 6px}#top-jobs .nm{max-width:18em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 )css";
 
 using Out = std::back_insert_iterator<std::string>;
-
-// Maps seconds to integer pixels.
-struct Scale {
-  double t_end = 1;
-  int left = 0;
-  int width = 1;
-  int x(double t) const {
-    return left + static_cast<int>(std::lround(std::clamp(t / t_end, 0.0, 1.0) * width));
-  }
-};
-
-int event_row(EventKind kind) {
-  for (size_t i = 0; i < kEventRows.size(); ++i) {
-    if (kind == kEventRows[i]) return static_cast<int>(i);
-  }
-  return static_cast<int>(kEventRows.size());
-}
-
-// "job hN" by peak against the build's heaviest job, "job f" if it failed.
-const char* job_class(const TimelineBar& bar, const JobRecord& j, Bytes max_peak) {
-  static const char* heat[] = {"job", "job h1", "job h2", "job h3", "job h4"};
-  if (j.exit_status != 0) return "job f";
-  if (max_peak <= 0) return heat[0];
-  int level = static_cast<int>(4.999 * static_cast<double>(bar.peak_bytes) / static_cast<double>(max_peak));
-  return heat[std::clamp(level, 0, 4)];
-}
 
 std::string local_time(double unix_s) {
   if (unix_s <= 0) return "unknown";
@@ -86,26 +40,98 @@ std::string local_time(double unix_s) {
   return buf;
 }
 
-// A tick step that keeps labels at least ~90 px apart.
-double tick_step(const Scale& s) {
-  static const double steps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400};
-  for (double step : steps) {
-    if (step / s.t_end * s.width >= 90) return step;
-  }
-  return 28800;
-}
-
 void append_head(std::string& out, const BuildRecord& b) {
   fmt::format_to(Out(out),
                  "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                  "<meta name=\"viewport\" content=\"width=device-width\">"
-                 "<link rel=\"icon\" href=\"data:,\"><title>memgate report: {}</title><style>{}</style>"
+                 "<link rel=\"icon\" href=\"data:,\"><title>memgate report: {}</title><style>{}{}</style>"
                  "</head><body>\n<h1>memgate build report</h1>\n",
-                 html_escape(shorten_middle(b.command, 80)), kStyle);
+                 html_escape(shorten_middle(b.command, 80)), kStyle, time_view_style());
   fmt::format_to(Out(out),
-                 "<p class=\"meta\">Command: <code>{}</code></p><p class=\"meta\">Directory: <code>{}</code></p>"
+                 "<p class=\"meta\"><code>{}</code> in <code>{}</code></p>"
                  "<p class=\"meta\">Started {}, build {}, exit status {}</p>\n",
                  html_escape(b.command), html_escape(b.cwd), local_time(b.start_unix), b.id, b.exit_status);
+}
+
+// How close: the peak against the budget, as words and a gauge.
+void headroom_card(std::string& out, const BuildFacts& f) {
+  out += "<div class=\"card\" id=\"headroom\"><h3>How close to the budget</h3>";
+  if (f.budget <= 0) {
+    fmt::format_to(Out(out), "<p class=\"big\">Peak {}</p><p>budget not recorded</p></div>\n", format_bytes(f.peak));
+    return;
+  }
+  const double ratio = double(f.peak) / double(f.budget);
+  const char* level = ratio > 0.95 ? "hi" : ratio > 0.8 ? "mid" : "lo";  // gauge colour
+  fmt::format_to(Out(out),
+                 "<p class=\"big\">{:.0f}% of the budget</p>"
+                 "<div class=\"gauge\" title=\"peak / budget\"><span class=\"{}\" style=\"width:{:.1f}%\"></span></div>"
+                 "<p>peak {} of {} budget",
+                 100 * ratio, level, std::min(100.0, 100 * ratio), format_bytes(f.peak), format_bytes(f.budget));
+  if (f.capacity > 0) fmt::format_to(Out(out), " ({} machine)", format_bytes(f.capacity));
+  out += "</p></div>\n";
+}
+
+// What limited the build: the summary's verdict, and what memgate did.
+void limit_card(std::string& out, const BuildFacts& f) {
+  const bool mem = f.memory_bound >= kBoundThreshold, cpu = f.cpu_bound >= kBoundThreshold;
+  const char* headline = f.jobs == 0                                  ? "Nothing gated"
+                         : f.memory_bound < 0 && f.cpu_bound < 0    ? "Not recorded"
+                         : mem && cpu                               ? "Memory and CPU"
+                         : mem                                      ? "Memory"
+                         : cpu                                      ? "CPU"
+                                                                    : "The build's own parallelism";
+  fmt::format_to(Out(out), "<div class=\"card\" id=\"limit\"><h3>What limited the build</h3><p class=\"big\">{}</p>"
+                 "<p class=\"verdict\">{}</p>", headline, html_escape(f.verdict));
+  std::vector<std::string> acted;
+  auto add = [&](std::int64_t n, const char* one, const char* many) {
+    if (n > 0) acted.push_back(fmt::format("{} {}", n, n == 1 ? one : many));
+  };
+  add(f.freezes, "freeze", "freezes");
+  add(f.requeues, "requeue", "requeues");
+  add(f.oom_kills, "OOM kill", "OOM kills");
+  add(f.ran_alone, "job run alone", "jobs run alone");
+  if (f.jobs_waited > 0) acted.push_back(fmt::format("{} jobs held back by memory", f.jobs_waited));
+  if (!acted.empty()) {
+    std::string joined;
+    for (const auto& a : acted) joined += (joined.empty() ? "" : ", ") + a;
+    fmt::format_to(Out(out), "<p>memgate: {}</p>", joined);
+  }
+  out += "</div>\n";
+}
+
+void totals_card(std::string& out, const BuildRecord& b, const BuildFacts& f) {
+  fmt::format_to(Out(out), "<div class=\"card\" id=\"totals\"><h3>Build</h3><p class=\"big\">{}</p><p>{} jobs",
+                 format_duration(f.wall_s), f.jobs);
+  if (f.failed > 0) fmt::format_to(Out(out), " ({} failed)", f.failed);
+  fmt::format_to(Out(out), ", {:.1f} objects/min, {} CPU slots</p></div>\n", f.objects_per_min, b.slots);
+}
+
+// The five heaviest jobs by peak, with how long each ran.
+void top_jobs_card(std::string& out, const BuildRecord& b, const BuildFacts& f) {
+  out += "<div class=\"card\" id=\"top\"><h3>Heaviest jobs</h3>";
+  if (f.heaviest.empty()) {
+    out += "<p>no jobs</p></div>\n";
+    return;
+  }
+  out += "<table id=\"top-jobs\"><tr><th>Job</th><th>Peak</th><th>Predicted</th><th>Ran</th></tr>\n";
+  for (int i : f.heaviest) {
+    const JobRecord& j = b.jobs[static_cast<size_t>(i)];
+    fmt::format_to(Out(out), "<tr><td class=\"nm\" title=\"{}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                   "<td class=\"n\">{}</td></tr>\n",
+                   html_escape(j.key.identity), html_escape(short_name(j)), format_bytes(j.peak_bytes),
+                   j.predicted.peak > 0 ? format_bytes(j.predicted.peak) : "-", format_duration(j.wall_s()));
+  }
+  out += "</table></div>\n";
+}
+
+// The first screen: how close, what limited the build, which jobs were heaviest.
+void append_first_screen(std::string& out, const BuildRecord& b, const BuildFacts& f) {
+  out += "<div class=\"first\">\n";
+  headroom_card(out, f);
+  limit_card(out, f);
+  totals_card(out, b, f);
+  top_jobs_card(out, b, f);
+  out += "</div>\n";
 }
 
 void row(std::string& out, std::string_view label, const std::string& value) {
@@ -117,7 +143,7 @@ std::string share(double fraction) {
 }
 
 void append_summary(std::string& out, const BuildRecord& b, const BuildFacts& f) {
-  out += "<h2>Summary</h2>\n<table>\n";
+  out += "<h2>Details</h2>\n<table id=\"summary\">\n";
   row(out, "Wall time", format_duration(f.wall_s));
   row(out, "Jobs", f.failed > 0 ? fmt::format("{} ({} failed)", f.jobs, f.failed) : std::to_string(f.jobs));
   row(out, "Objects per minute", fmt::format("{:.1f}", f.objects_per_min));
@@ -136,133 +162,13 @@ void append_summary(std::string& out, const BuildRecord& b, const BuildFacts& f)
   row(out, "Ran alone (bigger than the budget)", std::to_string(f.ran_alone));
   row(out, "Memory-bound", share(f.memory_bound));
   row(out, "CPU-bound", share(f.cpu_bound));
-  fmt::format_to(Out(out), "</table>\n<p class=\"verdict\">{}</p>\n", html_escape(f.verdict));
-}
-
-void append_memory_chart(std::string& out, const BuildRecord& b, const BuildFacts& f, double t_end) {
-  const Bytes top = std::max({f.peak, f.budget, Bytes{1}}) * 21 / 20;
-  const int plot_h = kChartHeight - kChartBottom - 10;
-  const Scale s{t_end, kChartLeft, kChartWidth - kChartLeft - 10};
-  auto y = [&](Bytes v) {
-    return 10 + plot_h - static_cast<int>(std::lround(double(v) / double(top) * plot_h));
-  };
-  out += "<h2>Memory</h2>\n";
-  fmt::format_to(Out(out),
-                 "<svg class=\"mem\" viewBox=\"0 0 {0} {1}\" width=\"100%\" style=\"max-width:{0}px\" "
-                 "role=\"img\" aria-label=\"build memory over time\">\n",
-                 kChartWidth, kChartHeight);
-  for (Bytes v : {Bytes{0}, top / 2, f.peak}) {
-    fmt::format_to(Out(out), "<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>"
-                   "<text x=\"4\" y=\"{3}\">{4}</text>\n",
-                   kChartLeft, kChartWidth - 10, y(v), y(v) + 3, format_bytes(v));
-  }
-  const std::vector<MemSample> series = downsample(b.memory, kMaxMemoryPoints);
-  if (!series.empty()) {
-    std::string points;
-    for (const auto& m : series) fmt::format_to(Out(points), "{},{} ", s.x(m.t_s), y(m.bytes));
-    points.pop_back();
-    fmt::format_to(Out(out), "<polygon class=\"area\" points=\"{0},{1} {2} {3},{1}\"/>\n",
-                   s.x(series.front().t_s), y(0), points, s.x(series.back().t_s));
-    fmt::format_to(Out(out), "<polyline class=\"used\" points=\"{}\"><title>memory used by the build</title></polyline>\n",
-                   points);
-  }
-  if (f.budget > 0) {
-    fmt::format_to(Out(out), "<line class=\"budget\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"><title>budget {3}</title></line>"
-                   "<text x=\"{1}\" y=\"{4}\" text-anchor=\"end\">budget {3}</text>\n",
-                   kChartLeft, kChartWidth - 10, y(f.budget), format_bytes(f.budget), y(f.budget) - 3);
-  }
-  for (const auto& e : b.events) {  // ticks along the bottom, coloured as in the timeline
-    fmt::format_to(Out(out), "<rect class=\"ev e{}\" x=\"{}\" y=\"{}\" width=\"2\" height=\"6\"/>", event_row(e.kind),
-                   s.x(e.t_s), kChartHeight - kChartBottom + 2);
-  }
-  fmt::format_to(Out(out), "<text x=\"{}\" y=\"{}\">0s</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n</svg>\n",
-                 kChartLeft, kChartHeight - 2, kChartWidth - 10, kChartHeight - 2, format_duration(t_end));
-}
-
-void append_axis(std::string& out, const Scale& s, int height) {
-  const double step = tick_step(s);
-  for (double t = 0; t <= s.t_end + 1e-9; t += step) {
-    fmt::format_to(Out(out), "<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
-                   "<text x=\"{3}\" y=\"12\">{4}</text>\n",
-                   s.x(t), kAxisHeight - 4, height, s.x(t) + 2, format_duration(t));
-  }
-}
-
-void append_event_strip(std::string& out, const BuildRecord& b, const Scale& s) {
-  static const char* labels[] = {"freeze", "thaw", "requeue", "OOM kill", "other"};
-  for (int r = 0; r <= static_cast<int>(kEventRows.size()); ++r) {
-    fmt::format_to(Out(out), "<text x=\"2\" y=\"{}\">{}</text>", kAxisHeight + r * kEventRow + 8, labels[r]);
-  }
-  out += '\n';
-  for (const auto& e : b.events) {
-    const int r = event_row(e.kind);
-    std::string who;
-    if (e.job >= 0 && static_cast<size_t>(e.job) < b.jobs.size()) who = b.jobs[static_cast<size_t>(e.job)].key.identity;
-    fmt::format_to(Out(out), "<rect class=\"ev e{}\" x=\"{}\" y=\"{}\" width=\"3\" height=\"{}\"><title>{} at {}: {} {}</title></rect>\n",
-                   r, s.x(e.t_s), kAxisHeight + r * kEventRow, kEventRow - 2, name(e.kind),
-                   format_duration(e.t_s), html_escape(who), html_escape(e.reason));
-  }
-}
-
-void append_bar(std::string& out, const BuildRecord& b, const TimelineBar& bar, const Scale& s,
-                int y, int h, Bytes max_peak) {
-  const JobRecord& j = b.jobs[static_cast<size_t>(bar.job)];
-  const int x = s.x(bar.start_s);
-  int w = std::max(1, s.x(bar.end_s) - x);
-  if (w > 3) --w;  // a pixel of gap keeps back-to-back jobs in a lane apart
-  std::string tip = fmt::format("{}\npeak {}", j.key.identity, format_bytes(bar.peak_bytes));
-  if (j.predicted.peak > 0) tip += fmt::format(" (predicted {})", format_bytes(j.predicted.peak));
-  tip += ", ";
-  if (bar.last) {
-    tip += fmt::format("CPU {:.1f}s, waited {}, frozen {}, ran {}", j.cpu_s, format_duration(j.wait_s),
-                       format_duration(j.frozen_s), format_duration(bar.end_s - bar.start_s));
-  } else {
-    tip += fmt::format("ran {}", format_duration(bar.end_s - bar.start_s));
-  }
-  if (bar.attempts > 1) tip += fmt::format(", attempt {} of {}", bar.attempt + 1, bar.attempts);
-  tip += ": ";
-  tip += name(bar.outcome);
-  if (bar.last && j.exit_status != 0) tip += fmt::format(" (exit status {})", j.exit_status);
-  fmt::format_to(Out(out), "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n",
-                 bar.last ? job_class(bar, j, max_peak) : "attempt", x, y, w, h, html_escape(tip));
-}
-
-void append_timeline(std::string& out, const BuildRecord& b, const Timeline& t, double t_end) {
-  const int lanes = std::max(t.lanes, 1);
-  const int lane_h = lanes > 64 ? 8 : 14;
-  // About 6 px per bar on average when the lanes are full, within limits
-  // a browser scrolls comfortably.
-  const int width = std::clamp(static_cast<int>(6 * b.jobs.size() / static_cast<size_t>(lanes)), 1000, 16000);
-  const Scale s{t_end, kLabelWidth, width};
-  const int strip = static_cast<int>(kEventRows.size() + 1) * kEventRow;
-  const int top = kAxisHeight + strip + 6;
-  const int height = top + lanes * lane_h + 4;
-  Bytes max_peak = 0;
-  for (const auto& j : b.jobs) max_peak = std::max(max_peak, j.peak_bytes);
-
-  out += "<h2>Timeline</h2>\n<p class=\"key\">One lane per concurrent slot, one bar per job (hover for details). "
-         "Peak memory: light<span style=\"background:#4c78a8\"></span><span style=\"background:#5b8fbf\"></span>"
-         "<span style=\"background:#e3a33b\"></span><span style=\"background:#e0702c\"></span>"
-         "<span style=\"background:#c4311b\"></span>heavy <span style=\"background:#888;border:1px solid #c00\"></span>failed "
-         "<span style=\"border:1px dashed #c4311b\"></span>earlier attempt, killed and rerun</p>\n";
-  fmt::format_to(Out(out), "<div class=\"scroll\"><svg class=\"tl\" width=\"{}\" height=\"{}\" data-jobs=\"{}\" data-lanes=\"{}\">\n",
-                 kLabelWidth + width + 50, height, b.jobs.size(), t.lanes);
-  append_axis(out, s, height);
-  append_event_strip(out, b, s);
-  const int label_every = lanes > 64 ? 8 : 1;
-  for (int l = 0; l < lanes; ++l) {
-    if (l % 2 == 1) fmt::format_to(Out(out), "<rect class=\"lane\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>", kLabelWidth, top + l * lane_h, width, lane_h);
-    if (l % label_every == 0) fmt::format_to(Out(out), "<text x=\"2\" y=\"{}\">slot {}</text>", top + l * lane_h + lane_h - 4, l + 1);
-  }
-  out += '\n';
-  for (const auto& bar : t.bars) append_bar(out, b, bar, s, top + bar.lane * lane_h + 1, lane_h - 2, max_peak);
-  out += "</svg></div>\n";
+  out += "</table>\n";
 }
 
 void append_heaviest(std::string& out, const BuildRecord& b) {
   const BuildFacts f = build_facts(b, 20);
   if (f.heaviest.empty()) return;
-  out += "<h2>Heaviest jobs</h2>\n<table><tr><th>Job</th><th>Tool</th><th>Peak</th><th>Predicted</th>"
+  out += "<h2>Heaviest jobs</h2>\n<table id=\"heaviest\"><tr><th>Job</th><th>Tool</th><th>Peak</th><th>Predicted</th>"
          "<th>Wall</th><th>CPU</th><th>Waited</th><th>Attempts</th></tr>\n";
   for (int i : f.heaviest) {
     const JobRecord& j = b.jobs[static_cast<size_t>(i)];
@@ -297,18 +203,13 @@ std::string html_escape(std::string_view text) {
 }
 
 std::string render_html_report(const BuildRecord& b) {
-  const BuildFacts facts = build_facts(b);
-  const Timeline timeline = layout_timeline(b);
-  double t_end = std::max({timeline.end_s, facts.wall_s, 1e-3});
-  for (const auto& m : b.memory) t_end = std::max(t_end, m.t_s);
-  for (const auto& e : b.events) t_end = std::max(t_end, e.t_s);
-
+  const BuildFacts facts = build_facts(b, 5);
   std::string out;
-  out.reserve(4096 + b.jobs.size() * 320 + b.events.size() * 200);
+  out.reserve(8192 + b.jobs.size() * 360 + b.events.size() * 200);
   append_head(out, b);
+  append_first_screen(out, b, facts);
+  append_time_view(out, b, facts);
   append_summary(out, b, facts);
-  append_memory_chart(out, b, facts, t_end);
-  append_timeline(out, b, timeline, t_end);
   append_heaviest(out, b);
   out += "<p class=\"meta\">Generated by memgate " MEMGATE_VERSION ".</p>\n</body></html>\n";
   return out;

@@ -77,6 +77,44 @@ std::string short_name(const JobRecord& job) {
   return shorten_middle(name, 48);
 }
 
+std::vector<MemSample> reserved_series(const BuildRecord& build, double merge_s) {
+  // +bytes at each attempt's start, -bytes at its end.
+  std::vector<MemSample> changes;
+  bool any = false;
+  for (const JobRecord& j : build.jobs) {
+    if (j.predicted.peak <= 0) continue;
+    any = true;
+    if (j.attempt_log.empty()) {
+      changes.push_back({j.start_s, j.predicted.peak});
+      changes.push_back({std::max(j.start_s, j.end_s), -j.predicted.peak});
+      continue;
+    }
+    Bytes held = j.predicted.peak;
+    for (const Attempt& a : j.attempt_log) {
+      changes.push_back({a.start_s, held});
+      changes.push_back({std::max(a.start_s, a.end_s), -held});
+      held = std::max(held, a.peak_bytes);
+    }
+  }
+  if (!any) return {};
+  // Changes at one instant are summed, so a job taking the slot another
+  // frees at that moment leaves no dip.
+  std::sort(changes.begin(), changes.end(), [](const MemSample& a, const MemSample& b) { return a.t_s < b.t_s; });
+  std::vector<MemSample> out;
+  out.reserve(2 * changes.size() + 1);
+  out.push_back({0, 0});
+  Bytes level = 0;
+  for (size_t i = 0; i < changes.size();) {
+    const double t = changes[i].t_s;
+    const Bytes before = level;
+    for (; i < changes.size() && changes[i].t_s <= t + merge_s; ++i) level += changes[i].bytes;
+    if (level == before) continue;
+    out.push_back({t, before});
+    out.push_back({t, level});
+  }
+  return out;
+}
+
 std::vector<MemSample> downsample(const std::vector<MemSample>& series, size_t max_points) {
   std::vector<MemSample> sorted = series;
   std::stable_sort(sorted.begin(), sorted.end(),

@@ -39,6 +39,25 @@ Timeline layout_timeline(const BuildRecord& build);
 // last path component of its identity, at most 48 bytes.
 std::string short_name(const JobRecord& job);
 
+// Memory the governor held for running jobs, over the build, as a step
+// series (two samples at each change: the level before, then after).
+//
+// History does not record it: a build keeps its used memory over time
+// (BuildRecord::memory) but no reservation samples. So it is derived here
+// from the jobs: each attempt holds, from its start to its end, what its
+// first admission reserved (JobRecord::predicted: the prediction as the
+// governor used it), and a rerun after memgate or the kernel killed an
+// attempt at least the peak that attempt reached (the governor adds a
+// margin on top). An approximation of what Governor::reservation held:
+// it releases a job's reservation once the job is past its peak for good,
+// and raises it for a job that overshoots, and neither moment is
+// recorded. Jobs with no prediction (older records) add nothing. Empty
+// when no job had a prediction.
+// Changes within `merge_s` of each other are drawn as one step (the
+// HTML report passes one pixel's time), so a job that starts a few
+// milliseconds after another ends leaves no hairline dip.
+std::vector<MemSample> reserved_series(const BuildRecord& build, double merge_s = 0);
+
 // At most `max_points` samples (>= 4), sorted by time, keeping each
 // bucket's minimum and maximum so peaks survive thinning.
 std::vector<MemSample> downsample(const std::vector<MemSample>& series, size_t max_points);

@@ -2,9 +2,13 @@
 # Issue 6, "the browser test": the HTML report of a real run opens in
 # headless Chromium with no console message at all (the page has no
 # scripts, so any message is a failed load or a parse problem), and its
-# timeline holds one .job bar per job; the first screen has the summary,
-# the verdict, the memory chart with its used and budget curves, and the
-# heaviest jobs. Screenshots at 1400x900 are kept in the build directory
+# timeline holds one .job bar per job. The first screen answers how close
+# the build came to its budget, what limited it (the verdict) and which
+# five jobs were heaviest; the memory chart (used, reserved and budget
+# curves, with a legend) and the timeline share one time axis (the same
+# width and scale attributes, one scroll container); event lanes exist
+# only for kinds that happened; bars have a fixed peak-colour legend.
+# Screenshots at 1400x900 are kept in the build directory
 # (test-artefacts/report-*.png) for people to look at.
 #
 # REPORT_SOURCE=synthetic (report_browser_synthetic.sh) renders synthetic
@@ -38,25 +42,64 @@ HTML
     fail "Chromium did not report a deliberate console error; cannot check for console errors"
 }
 
+# svg_attr DOM CLASS ATTR: ATTR of the first <svg class="CLASS" ...> tag.
+svg_attr() {
+  grep -o "<svg class=\"$2\"[^>]*>" "$1" | head -n1 | grep -o " $3=\"[^\"]*\"" | head -n1
+}
+
+# check_time_view DOM NAME: one time axis, both curves and the budget, the
+# legends, and no empty event lane.
+check_time_view() {
+  local dom=$1 name=$2 a mem tl
+  for a in width data-x0 data-px-per-s data-t-end; do
+    mem=$(svg_attr "$dom" mem "$a")
+    tl=$(svg_attr "$dom" tl "$a")
+    [ -n "$mem" ] || fail "$name: the memory chart has no $a"
+    assert_eq "$mem" "$tl" "$name: $a of the timeline against the memory chart"
+  done
+  # One scroll container holds the memory chart and then the timeline.
+  tr -d '\n' <"$dom" | grep -q '<div class="scroll"><svg class="mem"[^>]*>.*</svg><svg class="tl"' ||
+    fail "$name: memory chart and timeline are not in one scroll container, chart first"
+  grep -q '<polyline class="used" points="[0-9]' "$dom" || fail "$name: no memory-used curve"
+  grep -q '<polyline class="reserved" points="[0-9]' "$dom" || fail "$name: no reserved curve"
+  grep -q '<line class="budget"' "$dom" || fail "$name: no budget line"
+  grep -q 'id="mem-legend"[^>]*>Memory: <span class="sw used">' "$dom" || fail "$name: no memory legend"
+  grep -q '<span class="sw reserved">' "$dom" || fail "$name: reserved is not in the legend"
+  grep -q '<span class="sw budget">' "$dom" || fail "$name: budget is not in the legend"
+  assert_eq 4 "$(grep -o '<span class="sw p[0-3]">' "$dom" | sort -u | wc -l)" "$name: peak bands in the legend"
+  # Event lanes: exactly the kinds that have an event mark.
+  local lanes marks
+  # (a build without events has neither: grep finds nothing, which is fine)
+  lanes=$({ grep -o '<text class="evl" data-kind="[a-z_]*"' "$dom" || true; } | sed 's/.*data-kind="//; s/"//' | sort)
+  marks=$({ grep -o '<rect class="ev k-[a-z_]*"' "$dom" || true; } | sed 's/.*k-//; s/"//' | sort -u)
+  assert_eq "$marks" "$lanes" "$name: event lanes against the kinds of event marked"
+  assert_eq "$(echo "$lanes" | grep -c . || true)" "$({ grep -o '<rect class="evlane"' "$dom" || true; } | wc -l)" \
+    "$name: event lane backgrounds"
+}
+
 # check_report HTML JOBS SCREENSHOT: no console messages, JOBS .job bars
-# in the rendered DOM, and a screenshot.
+# in the rendered DOM, the first screen, the time view, and a screenshot.
 check_report() {
   local html=$1 jobs=$2 shot=$3 name bars
   name=$(basename "$html" .html)
   browser --dump-dom "file://$html" >"$E2E_TMP/$name.dom" 2>"$E2E_TMP/$name.log" ||
     fail "Chromium failed on $html (see $E2E_TMP/$name.log)"
-  local messages
+  local messages dom="$E2E_TMP/$name.dom"
   messages=$(console_messages "$E2E_TMP/$name.log")
   [ -z "$messages" ] || fail "console messages for $name: $messages"
-  bars=$(grep -o '<rect class="job[ "]' "$E2E_TMP/$name.dom" | wc -l)
+  bars=$(grep -o '<rect class="job[ "]' "$dom" | wc -l)
   assert_eq "$jobs" "$bars" "timeline bars (.job) in the rendered $name"
-  grep -q "data-jobs=\"$jobs\"" "$E2E_TMP/$name.dom" || fail "$name: the timeline does not say $jobs jobs"
-  grep -q '<h2>Summary</h2>' "$E2E_TMP/$name.dom" || fail "$name: no summary"
-  grep -q '<p class="verdict">[^<]' "$E2E_TMP/$name.dom" || fail "$name: no verdict (what limited the build)"
-  grep -q '<polyline class="used" points="[0-9]' "$E2E_TMP/$name.dom" || fail "$name: no memory-used curve"
-  grep -q '<line class="budget"' "$E2E_TMP/$name.dom" || fail "$name: no budget line"
+  grep -q "data-jobs=\"$jobs\"" "$dom" || fail "$name: the timeline does not say $jobs jobs"
+  # The first screen, before the charts: how close, what limited it, the heaviest jobs.
+  tr -d '\n' <"$dom" | grep -q '<div class="first">.*id="headroom".*% of the budget.*id="limit".*<p class="verdict">[^<].*<table id="top-jobs">.*<svg class="mem"' ||
+    fail "$name: the first screen lacks how close / what limited / the heaviest jobs, or comes after the charts"
+  local top=$((jobs < 5 ? jobs : 5))
+  assert_eq "$top" "$(sed -n '/<table id="top-jobs">/,/<\/table>/p' "$dom" | grep -o '<tr><td class="nm"' | wc -l)" \
+    "$name: rows of the top-jobs table"
+  grep -q '<h2>Details</h2>' "$dom" || fail "$name: no details table"
+  check_time_view "$dom" "$name"
   local heaviest=$((jobs < 20 ? jobs : 20))
-  assert_eq $((heaviest * 6)) "$(sed -n '/<h2>Heaviest jobs/,/<\/table>/p' "$E2E_TMP/$name.dom" | grep -o '<td class="n">' | wc -l)" \
+  assert_eq $((heaviest * 6)) "$(sed -n '/<table id="heaviest">/,/<\/table>/p' "$dom" | grep -o '<td class="n">' | wc -l)" \
     "$name: numeric cells of the $heaviest heaviest jobs"
   if [ -n "$shot" ]; then
     mkdir -p "$(dirname "$shot")"

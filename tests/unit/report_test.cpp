@@ -139,7 +139,121 @@ TEST(HtmlReport, MarksEveryGovernorEvent) {
   for (const char* kind : {"freeze at 3.0s", "thaw at 4.0s", "requeue at 5.0s", "oom_kill at 7.0s"}) {
     EXPECT_NE(html.find(std::string("<title>") + kind), std::string::npos) << kind;
   }
-  for (const char* cls : {"ev e0", "ev e1", "ev e2", "ev e3"}) EXPECT_NE(html.find(cls), std::string::npos) << cls;
+  for (const char* cls : {"ev k-freeze", "ev k-thaw", "ev k-requeue", "ev k-oom_kill"}) {
+    EXPECT_NE(html.find(cls), std::string::npos) << cls;
+  }
+}
+
+TEST(HtmlReport, EventLanesOnlyForKindsThatHappened) {
+  std::string html = render_html_report(small_build());
+  EXPECT_EQ(count(html, "<rect class=\"evlane\""), 4u);
+  for (const char* kind : {"freeze", "thaw", "requeue", "oom_kill"}) {
+    EXPECT_NE(html.find(std::string("class=\"evl\" data-kind=\"") + kind), std::string::npos) << kind;
+  }
+  EXPECT_EQ(html.find("data-kind=\"kill\""), std::string::npos);
+  BuildRecord quiet = small_build();
+  quiet.events.clear();
+  html = render_html_report(quiet);
+  EXPECT_EQ(count(html, "evlane"), 1u) << "only the CSS rule";
+  EXPECT_EQ(html.find("class=\"evl\""), std::string::npos);
+}
+
+namespace {
+
+// The attributes of the first <svg class="CLS" ...> tag.
+std::string svg_tag(const std::string& html, const std::string& cls) {
+  size_t at = html.find("<svg class=\"" + cls + "\"");
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find('>', at) - at);
+}
+
+std::string attr(const std::string& tag, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(tag, m, std::regex(" " + name + "=\"([^\"]*)\""))) return "";
+  return m[1].str();
+}
+
+}  // namespace
+
+TEST(HtmlReport, MemoryChartAndTimelineShareOneTimeAxis) {
+  for (int jobs : {4, 1000}) {
+    SyntheticOptions o;
+    o.jobs = jobs;
+    const std::string html = jobs == 4 ? render_html_report(small_build()) : render_html_report(make_synthetic_build(o));
+    const std::string mem = svg_tag(html, "mem"), tl = svg_tag(html, "tl");
+    ASSERT_FALSE(mem.empty());
+    ASSERT_FALSE(tl.empty());
+    for (const char* a : {"width", "data-x0", "data-px-per-s", "data-t-end"}) {
+      EXPECT_FALSE(attr(mem, a).empty()) << a;
+      EXPECT_EQ(attr(mem, a), attr(tl, a)) << a << " differs between the memory chart and the timeline";
+    }
+    // One scroll container holds both, the memory chart first.
+    const size_t scroll = html.find("<div class=\"scroll\">");
+    ASSERT_NE(scroll, std::string::npos);
+    EXPECT_LT(scroll, html.find("<svg class=\"mem\""));
+    EXPECT_LT(html.find("<svg class=\"mem\""), html.find("<svg class=\"tl\""));
+    EXPECT_EQ(html.find("</div>", scroll), html.find("</svg>\n</div>", html.find("<svg class=\"tl\"")) + 7);
+  }
+}
+
+TEST(HtmlReport, UsedReservedAndBudgetCurvesWithALegend) {
+  BuildRecord b = small_build();
+  for (auto& j : b.jobs) j.predicted.peak = j.peak_bytes;
+  std::string html = render_html_report(b);
+  EXPECT_NE(html.find("<polyline class=\"used\" points=\""), std::string::npos);
+  EXPECT_NE(html.find("<polyline class=\"reserved\" points=\""), std::string::npos);
+  EXPECT_NE(html.find("<line class=\"budget\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"mem-legend\""), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"sw reserved\"></span>"), std::string::npos);
+  EXPECT_NE(html.find("id=\"peak-legend\""), std::string::npos);
+  // Without predictions there is no reserved curve, and the legend says why.
+  html = render_html_report(small_build());
+  EXPECT_EQ(html.find("<polyline class=\"reserved\""), std::string::npos);
+  EXPECT_NE(html.find("reserved: no predictions recorded"), std::string::npos);
+}
+
+TEST(HtmlReport, BarColoursAreAbsolute) {
+  BuildRecord b;
+  b.budget = GiB;
+  for (int i = 0; i < 3; ++i) {
+    JobRecord j = job("cc:small" + std::to_string(i) + ".o", i, i + 1, 64 * MiB);
+    b.jobs.push_back(j);
+  }
+  std::string html = render_html_report(b);
+  EXPECT_EQ(count(html, "<rect class=\"job p0\""), 3u) << "the heaviest of light jobs is still light";
+  b.jobs[0].peak_bytes = b.jobs[0].attempt_log[0].peak_bytes = 5 * GiB;
+  html = render_html_report(b);
+  EXPECT_EQ(count(html, "<rect class=\"job p3\""), 1u);
+  EXPECT_EQ(count(html, "<rect class=\"job p0\""), 2u);
+}
+
+TEST(HtmlReport, BarsThatFitCarryTheirSourceName) {
+  BuildRecord b = small_build();
+  b.jobs[0].key.stem = "alpha.cpp";
+  std::string html = render_html_report(b);
+  EXPECT_TRUE(std::regex_search(html, std::regex("<text class=\"bl\" x=\"\\d+\" y=\"\\d+\">alpha\\.cpp</text>")));
+  EXPECT_NE(html.find(">c.o</text>"), std::string::npos) << "no stem: the identity's last component";
+}
+
+TEST(HtmlReport, FirstScreenSaysHowCloseWhatLimitedAndTheHeaviestJobs) {
+  SyntheticOptions o;
+  o.jobs = 1000;
+  const BuildRecord b = make_synthetic_build(o);
+  const std::string html = render_html_report(b);
+  const size_t first = html.find("<div class=\"first\">");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_LT(first, html.find("<svg class=\"mem\"")) << "before the charts";
+  EXPECT_NE(html.find("id=\"headroom\""), std::string::npos);
+  EXPECT_NE(html.find("% of the budget</p>"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"big\">Memory</p><p class=\"verdict\">memory-bound for 45% of the build"),
+            std::string::npos);
+  const size_t table = html.find("<table id=\"top-jobs\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string top = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_EQ(count(top, "<tr><td class=\"nm\""), 5u);
+  Bytes heaviest = 0;
+  for (const auto& j : b.jobs) heaviest = std::max(heaviest, j.peak_bytes);
+  EXPECT_NE(top.find("<td class=\"n\">" + format_bytes(heaviest) + "</td>"), std::string::npos);
 }
 
 TEST(HtmlReport, ChartsMemoryAgainstTheBudgetWithAtMost2000Points) {
@@ -159,6 +273,7 @@ TEST(HtmlReport, SummaryTableHasTheSummaryNumbers) {
   EXPECT_NE(html.find("<th>Wall time</th><td class=\"n\">30.0s</td>"), std::string::npos);
   EXPECT_NE(html.find("<th>Requeues</th><td class=\"n\">1</td>"), std::string::npos);
   EXPECT_NE(html.find("memory-bound for 67% of the build"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"big\">Memory</p>"), std::string::npos);
 }
 
 TEST(HtmlReport, SyntheticBuildOfAThousandJobsHasAThousandBars) {
