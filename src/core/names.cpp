@@ -63,7 +63,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 31> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 32> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -95,6 +95,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 31> kCounters{{
     {Counter::remote, "remote"},
     {Counter::offloaded, "offloaded"},
     {Counter::declined, "declined"},
+    {Counter::requeued_cpu_ms, "requeued_cpu_ms"},
 }};
 
 }  // namespace

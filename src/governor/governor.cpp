@@ -40,7 +40,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
-                    Counter::frozen_ms})
+                    Counter::frozen_ms, Counter::requeued_cpu_ms})
     counters_[c] = 0;
   if (!cfg_.offload_engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
@@ -463,7 +463,7 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
   }
 }
 
-bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
+bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, double cpu_s) {
   auto found = jobs_.find(id);
   if (found == jobs_.end()) return false;  // already done
   GovJob& j = found->second;
@@ -483,11 +483,14 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
                     : how == ExitKind::killed_by_us ? Outcome::requeued
                     : how == ExitKind::oom_killed   ? Outcome::oom
                                                     : Outcome::lost;
-  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak});
+  cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
+  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s});
   j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
   j.current = 0;
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
+  // The cost of optimism: the work a memory death threw away.
+  if (memory_death) count(Counter::requeued_cpu_ms, std::llround(cpu_s * 1000.0));
   if (how == ExitKind::killed_by_us) count(Counter::requeued);
   if (how == ExitKind::oom_killed) {
     count(Counter::oom_killed);

@@ -193,7 +193,10 @@ class Governor {
   // An attempt ended. Returns true if the job goes back to the queue to be
   // run again (its wrapper then waits for a new grant). A waiting job that
   // "exits" was cancelled: its wrapper went away before it was granted.
-  bool exited(JobId id, ExitKind how, int exit_status, double now);
+  // `cpu_s`: the attempt's CPU time as its wrapper saw it; an attempt
+  // ended by memory adds it to Counter::requeued_cpu_ms (the cost of
+  // optimism, with frozen_ms).
+  bool exited(JobId id, ExitKind how, int exit_status, double now, double cpu_s = 0);
 
   // The runner could not carry out a freeze (no freezer): undo it.
   void freeze_failed(JobId id);

@@ -96,7 +96,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   ExitKind kind = ExitKind::finished;
   if (job.killed_by_us) kind = ExitKind::killed_by_us;
   else if (WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL && job.exec->oom_killed()) kind = ExitKind::oom_killed;
-  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now());
+  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), m.cpu_s);
   job.exec->end_attempt();
   job.killed_by_us = false;
   job.current = 0;
