@@ -208,6 +208,7 @@ bool Runner::start_server() {
   gc.offload_engine = opt_.offload;
   gc.offload_slots = offload_slots();
   gc.decline_after_s = opt_.decline_after_s;
+  if (auto policy = parse_admission_policy(opt_.admission)) gc.admission = *policy;
   gov_ = std::make_unique<Governor>(
       gc, [this](const JobKey& k) { return predictor_.predict(k); },
       [this](const JobRecord& r) { predictor_.observe(r); });
