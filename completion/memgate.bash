@@ -29,6 +29,8 @@ _memgate() {
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
     --offload)
       mapfile -t COMPREPLY < <(compgen -W "distcc icecc sccache" -- "$cur"); return ;;
+    --admission)
+      mapfile -t COMPREPLY < <(compgen -W "longest-first packing" -- "$cur"); return ;;
     --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after|--forget|--prune-older-than)
       return ;;
   esac
@@ -36,7 +38,7 @@ _memgate() {
   case $cmd in
     "") opts="--help --version"
         if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
-    run) opts="--memory --reserve --jobs --history --prior --report --trace --summary-json --record-empty --offload --offload-jobs --decline-after --no-confine --quiet --verbose --help --" ;;
+    run) opts="--memory --reserve --jobs --history --prior --report --trace --summary-json --record-empty --offload --offload-jobs --decline-after --admission --no-confine --quiet --verbose --help --" ;;
     wrap) opts="--help --" ;;
     doctor) opts="--json --kill-stale --build-env --python --help" ;;
     history)
@@ -44,7 +46,7 @@ _memgate() {
         mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return
       fi
       opts="export import --json --build --history --limit --forget --prune-older-than --clear --help" ;;
-    plan) opts="--cores --capacity --reserve --jobs-range --recommend --json --build --ninja-log --history --jobs-csv --profiles --nvcc-threads --gpu-targets --orders --seed --help" ;;
+    plan) opts="--cores --capacity --reserve --jobs-range --recommend --json --build --ninja-log --history --jobs-csv --profiles --nvcc-threads --gpu-targets --orders --seed --admission --help" ;;
     report) opts="--build --html --trace --history --help" ;;
     *) return ;;
   esac

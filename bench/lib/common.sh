@@ -65,7 +65,9 @@ run_in_cgroup() {
 }
 
 # One CSV row per run. Columns (bench/README.md explains them):
-BENCH_CSV_HEADER="workload,contender,kind,jobs_n,wall_s,status,exit,oom_kills,peak_bytes,outputs_ok,outputs_total,frozen,requeued,retried,load1,note"
+# frozen_s and requeued_cpu_s (memgate only): the cost of optimism (issue 13),
+# job-seconds spent frozen and CPU-seconds of attempts ended by memory.
+BENCH_CSV_HEADER="workload,contender,kind,jobs_n,wall_s,status,exit,oom_kills,peak_bytes,outputs_ok,outputs_total,frozen,requeued,retried,load1,note,frozen_s,requeued_cpu_s"
 csv_row() {  # fields in header order; the note may contain commas
   local IFS=,
   local fields=("$@")
@@ -75,8 +77,9 @@ csv_row() {  # fields in header order; the note may contain commas
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
-# read_memgate_counters HISTORY: prints "oom_killed requeued frozen" of the
-# last build in that history (0 0 0 when it cannot be read).
+# read_memgate_counters HISTORY: prints "oom_killed requeued frozen retried
+# frozen_s requeued_cpu_s" of the last build in that history (zeros when it
+# cannot be read; "-" for a cost an older memgate did not record).
 read_memgate_counters() {
   "$MEMGATE" history --json --build last --history "$1" 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
@@ -84,5 +87,8 @@ try:
     c = json.load(sys.stdin)["build"]["counters"]
 except Exception:
     c = {}
-print(c.get("oom_killed", 0), c.get("requeued", 0), c.get("frozen", 0))' 2>/dev/null || echo "0 0 0"
+def secs(k):
+    return f"{c[k] / 1000:.1f}" if k in c else "-"
+print(c.get("oom_killed", 0), c.get("requeued", 0), c.get("frozen", 0), c.get("retried", 0),
+      secs("frozen_ms"), secs("requeued_cpu_ms"))' 2>/dev/null || echo "0 0 0 0 - -"
 }

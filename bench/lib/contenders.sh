@@ -35,7 +35,7 @@ contender() {
   BENCH_RUNS=$((BENCH_RUNS + 1))
   local tag="$W_NAME-$BENCH_RUNS-$kind"
   local log="$BENCH_LOGS/$tag.log" cg status oom peak outs ok total
-  local frozen="" requeued="" retried="" note=""
+  local frozen="" requeued="" retried="" note="" frozen_s="" requeued_cpu_s=""
   w_clean
   rm -f "$W_DIR/attempts.log"
   cg=$(bench_cg_new "$tag" "$W_LIMIT")
@@ -47,7 +47,7 @@ contender() {
   if [ "$kind" = memgate-cold ] || [ "$kind" = memgate-warm ]; then
     BENCH_MEMGATE_PIDS="$BENCH_MEMGATE_PIDS $RUN_PID"
     local mg_oom
-    read -r mg_oom requeued frozen < <(read_memgate_counters "$MG_HISTORY")
+    read -r mg_oom requeued frozen retried frozen_s requeued_cpu_s < <(read_memgate_counters "$MG_HISTORY")
     "$MEMGATE" history --json --build last --history "$MG_HISTORY" >"$BENCH_LOGS/$tag.history.json" 2>/dev/null || true
     oom=$((oom + mg_oom))
     note="memgate: $frozen frozen, $requeued requeued, $mg_oom OOM-killed jobs rerun"
@@ -77,7 +77,7 @@ contender() {
   LAST_CLEAN=0
   [ "$status" = ok ] && [ "$oom" -eq 0 ] && LAST_CLEAN=1
   LAST_ROW=("$W_NAME" "$label" "$kind" "$n" "$RUN_WALL" "$status" "$RUN_RC" "$oom" "$peak" "$ok" "$total"
-            "$frozen" "$requeued" "$retried" "$load" "$note")
+            "$frozen" "$requeued" "$retried" "$load" "$note" "$frozen_s" "$requeued_cpu_s")
   csv_row "${LAST_ROW[@]}"
   bench_log "$W_NAME: $label: $status in ${RUN_WALL}s, exit $RUN_RC, $oom OOM kills, peak $((peak >> 20)) MiB, $ok/$total outputs${note:+ ($note)}"
 }

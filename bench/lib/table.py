@@ -34,8 +34,9 @@ def main(results_path, bounds_path, reserve):
     except FileNotFoundError:
         pass
     out = []
-    out.append("| workload | contender | wall s | result | OOM kills | peak | x best static | x lower bound | notes |")
-    out.append("|---|---|---:|---|---:|---:|---:|---:|---|")
+    out.append("| workload | contender | wall s | result | OOM kills | peak | x best static | x lower bound "
+               "| frozen job-s | requeued CPU-s | retries | notes |")
+    out.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     footers = []
     for w in dict.fromkeys(r["workload"] for r in rows):
         wr = [r for r in rows if r["workload"] == w]
@@ -59,8 +60,12 @@ def main(results_path, bounds_path, reserve):
             if w in bounds and int(r["peak_bytes"]) > int(bounds[w][2]) - reserve:
                 over = f"peak in the last {fmt_bytes(reserve)} (memgate's reserve)"
             notes = "; ".join(x for x in (r["note"], over, f"load {r['load1']}") if x)
+            # The cost of optimism (issue 13): memgate's runs only; GNU
+            # parallel's reruns go in the retries column too.
+            fz, rq = r.get("frozen_s") or "–", r.get("requeued_cpu_s") or "–"
+            rt = r.get("retried") or "–"
             out.append(f"| {w} | {name} | {wall:.1f} | {result} | {r['oom_kills']} | {fmt_bytes(r['peak_bytes'])} "
-                       f"| {xb} | {xl} | {notes} |")
+                       f"| {xb} | {xl} | {fz} | {rq} | {rt} | {notes} |")
         if static:
             tried = ", ".join(f"-j{r['jobs_n']} " + ("ok" if clean_run(r) else "FAILED") for r in static)
             footers.append(f"- {w}: static sweep tried {tried}; best: "

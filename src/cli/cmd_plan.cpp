@@ -38,6 +38,7 @@ struct PlanArgs {
   std::optional<int> cores;
   std::string capacity, memory, reserve, jobs_range, build, ninja_log, history, jobs_csv, profiles;
   bool recommend = false, json = false;
+  std::string admission;  // "" = the governor's default
   int nvcc_threads = 1, gpu_targets = 1, orders = 200;
   std::uint64_t seed = 1;
 };
@@ -116,6 +117,7 @@ int run_plan(const PlanArgs& a) {
   }
   options.orders = a.orders;
   options.seed = a.seed;
+  if (auto policy = parse_admission_policy(a.admission)) options.memgate_options.admission = *policy;
   options.memgate = !a.recommend;
   options.rows = !a.recommend;
   auto machine = machine_from(a);
@@ -181,6 +183,10 @@ void add_plan_command(CLI::App& app, int* status) {
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->seed, "seed of those orders")->type_name("N");
+  cmd->add_option("--admission", args->admission,
+                  "memgate's admission policy to simulate: longest-first or packing (default: run's default)")
+      ->type_name("POLICY")
+      ->check(CLI::IsMember({"longest-first", "packing"}));
   describe_command(cmd, "",
                    {"memgate plan", "memgate plan --cores 128 --capacity 432G",
                     "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn --no-build-isolation",

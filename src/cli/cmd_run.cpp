@@ -73,6 +73,11 @@ void add_run_command(CLI::App& app, int* status) {
                   "so its client compiles it elsewhere")
       ->type_name("S")
       ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--admission", opt->admission,
+                  "which waiting job starts first: longest-first, or packing (the longest one that cannot start "
+                  "yet is not delayed by shorter ones; see ARCHITECTURE.md)")
+      ->type_name("POLICY")
+      ->check(CLI::IsMember({"longest-first", "packing"}));
   cmd->add_flag("--no-confine", opt->no_confine, "do not run the build in a memory-limited cgroup");
   cmd->add_flag("-q,--quiet", opt->quiet, "no status line or summary (warnings and errors still show)");
   cmd->add_flag("-v,--verbose", opt->verbose, "the full summary: waits, counters and the heaviest jobs");

@@ -97,6 +97,7 @@ enum class Counter {
   offloaded,          // jobs memgate sent to the engine instead of letting them wait for memory
   declined,           // jobs refused after waiting too long (--decline-after, on a build server)
   fell_back,          // remote or offloaded jobs the engine compiled here after all (recorded local)
+  requeued_cpu_ms,    // CPU time of attempts ended by memory (memgate's kill or the kernel's OOM killer): work done again
 };
 
 // Counters present in a record: a missing one was not recorded (an older
@@ -178,6 +179,7 @@ struct Attempt {
   double end_s = 0;
   Outcome outcome = Outcome::ok;
   Bytes peak_bytes = 0;
+  double cpu_s = 0;          // CPU time of the attempt's tree, as its wrapper saw it (0: not known)
 };
 
 // Everything known about one finished job. This is what history stores,

@@ -97,6 +97,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 32> kCounters{{
     {Counter::offloaded, "offloaded"},
     {Counter::declined, "declined"},
     {Counter::fell_back, "fell_back"},
+    {Counter::requeued_cpu_ms, "requeued_cpu_ms"},
 }};
 
 }  // namespace

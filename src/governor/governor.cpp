@@ -4,11 +4,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/engine.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
+
+std::string_view name(AdmissionPolicy p) {
+  return p == AdmissionPolicy::packing ? "packing" : "longest-first";
+}
+
+std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s) {
+  if (s == "longest-first") return AdmissionPolicy::longest_first;
+  if (s == "packing") return AdmissionPolicy::packing;
+  return std::nullopt;
+}
 
 namespace {
 
@@ -21,6 +32,7 @@ constexpr double kRequeueGrowth = 1.25;
 constexpr double kOvershootGrowth = 1.2;
 // Margin on what a job past its peak still holds.
 constexpr double kAfterPeakMargin = 1.1;
+constexpr double kNever = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -41,7 +53,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
-                    Counter::frozen_ms})
+                    Counter::frozen_ms, Counter::requeued_cpu_ms})
     counters_[c] = 0;
   if (!cfg_.offload_engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
@@ -211,8 +223,10 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
 }
 
 // Admission: longest predicted first among the jobs that fit, jobs that
-// lost work to a kill before everything else. Nothing is admitted while
-// the build is under pressure (frozen or dying jobs, or thrashing).
+// lost work to a kill before everything else; with packing, the first job
+// that cannot start holds a reservation later jobs may not delay (see
+// AdmissionPolicy). Nothing is admitted while the build is under pressure
+// (frozen or dying jobs, or thrashing).
 void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   std::vector<GovJob*> queue = by_state(JobState::waiting);
   any_memory_blocked_ = any_cpu_blocked_ = false;
@@ -228,7 +242,10 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   Bytes left = headroom(view);
   int free_slots = cfg_.slots - busy_slots();
   Bytes starve_reserve = 0;
-  for (GovJob* j : queue) {
+  std::optional<Shadow> shadow;
+  bool shadow_tried = cfg_.admission != AdmissionPolicy::packing || pressure;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    GovJob* j = queue[i];
     Bytes need = std::max(j->pred.peak, j->peak_floor);
     // A remote job takes a free remote slot of its engine if there is one
     // (it weighs nothing here then); it gives it back if not admitted.
@@ -236,28 +253,41 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
     bool fits_mem = !pressure && need <= left - starve_reserve;
     Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
-    if (cold > 0 && cold <= left - starve_reserve) {
-      // Admitted on what its running siblings show: that is its
-      // prediction now (and its reservation), from this build.
+    const bool on_cold = cold > 0 && cold <= left - starve_reserve;
+    if (on_cold) {
       need = cold;
       fits_mem = true;
-      j->speculative = true;
-      j->pred.peak = cold;
-      j->pred.source = PredictionSource::build;
-      j->pred.confidence = std::min(j->pred.confidence, 0.25);
     }
-    j->blocked_by_cpu = !fits_cpu;
-    j->blocked_by_memory = fits_cpu && !fits_mem;
+    // Packing: a job that would delay the reserved one waits as if it did
+    // not fit (for what the reserved one waits for).
+    bool held = fits_cpu && fits_mem && shadow && !shadow->admits(*j, need, now);
+    if (held) fits_mem = false;
+    j->blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
+    j->blocked_by_memory = fits_cpu && !fits_mem && !j->blocked_by_cpu;
     if (fits_cpu && fits_mem) {
+      if (on_cold) {
+        // Admitted on what its running siblings show: that is its
+        // prediction now (and its reservation), from this build.
+        j->speculative = true;
+        j->pred.peak = cold;
+        j->pred.source = PredictionSource::build;
+        j->pred.confidence = std::min(j->pred.confidence, 0.25);
+      }
       start(*j, now, out);
       left -= need;
       free_slots -= j->weight(cfg_.slots);
       continue;
     }
     j->remote_slot = false;
+    if (!shadow_tried) {
+      // The first job that cannot start: later jobs may not delay it
+      // unless that ends both sooner.
+      shadow_tried = true;
+      shadow = shadow_for(*j, std::max(j->pred.peak, j->peak_floor), left, free_slots, view, now);
+    }
     if (fits_mem) continue;
     if (j->blocked_since < 0) j->blocked_since = now;
-    if (fits_cpu && !j->waited_for_memory) {
+    if (j->blocked_by_memory && !j->waited_for_memory) {
       j->waited_for_memory = true;
       count(Counter::waited_for_memory);
     }
@@ -282,6 +312,123 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     any_memory_blocked_ |= j->blocked_by_memory;
     any_cpu_blocked_ |= j->blocked_by_cpu;
   }
+}
+
+// The head's reservation: what is free now, and what every running job
+// gives back by its prediction. A job whose duration is unknown gives back
+// nothing (it may run for ever); one that has overrun its prediction is
+// taken to need a tenth of it more. None when the head's moment cannot be
+// told, or it needs more than the whole limit (it will run alone).
+std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
+                                                     const MemoryView& view, double now) const {
+  if (need > effective_limit(view)) return std::nullopt;
+  Shadow sh(head, need, left, free_slots, cfg_.slots, now);
+  for (const auto& [id, r] : jobs_)
+    if (r.state == JobState::running || r.state == JobState::killing) sh.add_running(r, reservation(r, now), now);
+  if (!std::isfinite(sh.head_time())) return std::nullopt;
+  return sh;
+}
+
+Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now)
+    : head_(&head),
+      need_(need),
+      w_(head.weight(slots)),
+      mem_(free_mem),
+      free_slots_(free_slots),
+      slots_(slots),
+      by_cpu_(head.weight(slots) > free_slots),
+      now_(now),
+      head_t_(kNever) {
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+}
+
+void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
+  const Prediction& p = r.pred;
+  if (p.wall_s <= 0) return;
+  std::vector<Release> mine;
+  if (r.state == JobState::running && p.peak_over_frac < 1.0 && p.after_peak > 0) {
+    double past = r.start_t + p.peak_over_frac * p.wall_s;
+    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
+    if (past > now && keep < held) {
+      mine.push_back({past, held - keep, 0});
+      held = keep;
+    }
+  }
+  mine.push_back({std::max(r.start_t + p.wall_s, now + 0.1 * p.wall_s), held, r.weight(slots_)});
+  for (const Release& x : mine)
+    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
+                                      [](double t, const Release& y) { return t < y.t; }),
+                     x);
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+}
+
+void Governor::Shadow::releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out) {
+  if (p.wall_s <= 0) return;  // it may run for ever: gives nothing back
+  Bytes held = need;
+  if (p.peak_over_frac < 1.0 && p.after_peak > 0) {
+    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
+    if (keep < held) {
+      out.push_back({start + p.peak_over_frac * p.wall_s, held - keep, 0});
+      held = keep;
+    }
+  }
+  out.push_back({start + p.wall_s, held, w});
+}
+
+double Governor::Shadow::head_time() const { return head_t_; }
+
+double Governor::Shadow::fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
+                                  int taken_slots) const {
+  Bytes mem = mem_ - taken_mem;
+  int slots = free_slots_ - taken_slots;
+  size_t a = 0, b = 0;  // releases_ and extra (sorted, at most two), merged
+  auto next_t = [&] {
+    double ta = a < releases_.size() ? releases_[a].t : kNever, tb = b < extra.size() ? extra[b].t : kNever;
+    return std::min(ta, tb);
+  };
+  auto take_until = [&](double t) {
+    for (; a < releases_.size() && releases_[a].t <= t; ++a) mem += releases_[a].mem, slots += releases_[a].slots;
+    for (; b < extra.size() && extra[b].t <= t; ++b) mem += extra[b].mem, slots += extra[b].slots;
+  };
+  take_until(from);
+  if (need <= mem && w <= slots) return from;
+  for (double t = next_t(); std::isfinite(t); t = next_t()) {
+    take_until(t);
+    if (need <= mem && w <= slots) return t;
+  }
+  return kNever;
+}
+
+bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
+  const Prediction& p = j.pred;
+  const int w = j.weight(slots_);
+  const double t0 = head_t_;
+  std::vector<Release> mine;
+  releases_of(p, need, w, now, mine);
+  std::sort(mine.begin(), mine.end(), [](const Release& x, const Release& y) { return x.t < y.t; });
+  const double t1 = fit_time(need_, w_, now_, mine, need, w);
+  bool admit = t1 <= t0 + 1e-9;
+  const double head_wall = head_->pred.wall_s;
+  if (!admit && (p.wall_s <= 0 || head_wall <= 0)) admit = true;  // nothing to weigh: do not hold it
+  if (!admit) {
+    // It delays the head. Start it now, or after the head has started
+    // (once the head is past its peak or done)?
+    const double end_now = std::max(t1 + head_wall, now + p.wall_s);
+    std::vector<Release> head;
+    releases_of(head_->pred, need_, w_, t0, head);
+    const double tj = fit_time(need, w, t0, head, need_, w_);
+    const double end_later = std::max(t0 + head_wall, tj + p.wall_s);
+    admit = end_now <= end_later;
+  }
+  if (!admit) return false;
+  mem_ -= need;
+  free_slots_ -= w;
+  for (const Release& x : mine)
+    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
+                                      [](double t, const Release& y) { return t < y.t; }),
+                     x);
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+  return true;
 }
 
 // Jobs still waiting for memory go to the engine while it has slots, each
@@ -499,7 +646,7 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
   }
 }
 
-bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
+bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, double cpu_s) {
   auto found = jobs_.find(id);
   if (found == jobs_.end()) return false;  // already done
   GovJob& j = found->second;
@@ -519,11 +666,14 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now) {
                     : how == ExitKind::killed_by_us ? Outcome::requeued
                     : how == ExitKind::oom_killed   ? Outcome::oom
                                                     : Outcome::lost;
-  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak});
+  cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
+  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s});
   j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
   j.current = 0;
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
+  // The cost of optimism: the work a memory death threw away.
+  if (memory_death) count(Counter::requeued_cpu_ms, std::llround(cpu_s * 1000.0));
   if (how == ExitKind::killed_by_us) count(Counter::requeued);
   if (how == ExitKind::oom_killed) {
     count(Counter::oom_killed);

@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job.hpp"
@@ -39,6 +40,29 @@
 namespace memgate {
 
 using JobId = int;
+
+// Which waiting job admission starts first (issue 13, "packing, not just
+// longest-first"). Both start the longest predicted job that fits, and let
+// any job that fits start after it while the longest waiting one cannot.
+//   longest_first: any job that fits, in longest-first order (backfill
+//     without looking ahead).
+//   packing: the first job that cannot start (the head) gets a
+//     reservation: the earliest moment the running jobs' predicted
+//     releases (what they give back past their peak, and at their end)
+//     free its memory and slots. A later job that fits now starts if it
+//     does not delay that moment (it ends before it, or what it will hold
+//     then fits beside the head), or if, by the two jobs' predictions,
+//     starting it now ends both no later than making it wait behind the
+//     head (it could only start once the head is past its peak or done).
+//     Jobs are still tried longest first, so the memory a held job leaves
+//     idle until the head can start goes to the shorter jobs that end
+//     before it (a heavy short job fits there). A job of unknown duration,
+//     or a head whose moment cannot be told, is not held (longest-first
+//     then). This is EASY backfilling, with memory as well as slots and a
+//     two-job look-ahead.
+enum class AdmissionPolicy { longest_first, packing };
+std::string_view name(AdmissionPolicy p);
+std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s);
 
 struct GovernorConfig {
   Bytes budget = 0;       // what the build may use (capacity - reserve, or --memory)
@@ -97,6 +121,7 @@ struct GovernorConfig {
   double live_margin_rising = 1.5;
   double live_margin_falling = 1.15;
   double live_min_s = 1.0;
+  AdmissionPolicy admission = AdmissionPolicy::longest_first;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -206,7 +231,10 @@ class Governor {
   // An attempt ended. Returns true if the job goes back to the queue to be
   // run again (its wrapper then waits for a new grant). A waiting job that
   // "exits" was cancelled: its wrapper went away before it was granted.
-  bool exited(JobId id, ExitKind how, int exit_status, double now);
+  // `cpu_s`: the attempt's CPU time as its wrapper saw it; an attempt
+  // ended by memory adds it to Counter::requeued_cpu_ms (the cost of
+  // optimism, with frozen_ms).
+  bool exited(JobId id, ExitKind how, int exit_status, double now, double cpu_s = 0);
 
   // The engine compiled this remote or offloaded job here after all
   // (distcc's fallback when its server refuses or fails, its local retry,
@@ -240,6 +268,47 @@ class Governor {
  private:
   void account_time(double now);
   void admit_jobs(const MemoryView& view, double now, Decisions& out);
+  // Packing's reservation for the first job that cannot start now (see
+  // AdmissionPolicy): the memory and slots free now, and what the running
+  // (and newly admitted) jobs are predicted to give back, and when.
+  class Shadow {
+   public:
+    Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now);
+    void add_running(const GovJob& r, Bytes held, double now);
+    // The earliest moment the head fits (infinity: cannot be told).
+    double head_time() const;
+    bool by_cpu() const { return by_cpu_; }
+    // Whether a job that fits now should start: it does not delay the
+    // head, or, by the two jobs' predictions, starting it now ends both
+    // no later than making it wait behind the head. If so, it is counted
+    // in (it holds its memory and slots, and gives them back as
+    // predicted).
+    bool admits(const GovJob& j, Bytes need, double now);
+
+   private:
+    struct Release {
+      double t;
+      Bytes mem;
+      int slots;
+    };
+    // The earliest moment >= `from` a job of `need` bytes and `w` slots
+    // fits, with `extra` releases and `taken` held from now.
+    double fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
+                    int taken_slots) const;
+    static void releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out);
+    const GovJob* head_;
+    Bytes need_;
+    int w_;
+    Bytes mem_;
+    int free_slots_;
+    int slots_;
+    bool by_cpu_;
+    double now_;
+    double head_t_;
+    std::vector<Release> releases_;  // sorted by time
+  };
+  std::optional<Shadow> shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
+                                   const MemoryView& view, double now) const;
   void offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out);
   void decline_jobs(double now, Decisions& out);
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);

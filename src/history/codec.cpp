@@ -108,7 +108,11 @@ std::vector<BuildEvent> decode_events(const std::string& text) {
 std::string encode_attempts(const std::vector<Attempt>& attempts) {
   json j = json::array();
   for (const auto& a : attempts)
-    j.push_back({{"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", name(a.outcome)}, {"peak_bytes", a.peak_bytes}});
+    j.push_back({{"start_s", a.start_s},
+                 {"end_s", a.end_s},
+                 {"outcome", name(a.outcome)},
+                 {"peak_bytes", a.peak_bytes},
+                 {"cpu_s", a.cpu_s}});
   return j.dump();
 }
 
@@ -120,7 +124,7 @@ std::vector<Attempt> decode_attempts(const std::string& text) {
     if (!a.is_object()) continue;
     out.push_back({get_or<double>(a, "start_s", 0), get_or<double>(a, "end_s", 0),
                    parse_outcome(get_or<std::string>(a, "outcome", "")).value_or(Outcome::lost),
-                   get_or<Bytes>(a, "peak_bytes", 0)});
+                   get_or<Bytes>(a, "peak_bytes", 0), get_or<double>(a, "cpu_s", 0)});
   }
   return out;
 }

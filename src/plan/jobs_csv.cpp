@@ -227,6 +227,27 @@ PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccSha
   return job;
 }
 
+PlanJob measured_job(const MeasuredRow& row) {
+  int k = std::clamp(row.target_count, 1, kMaxNvccTargets);
+  int n = std::min(std::max(1, row.nvcc_threads), k);
+  PlanJob job;
+  job.name = fmt::format("{} ({}, --threads {})", row.file, row.targets, row.nvcc_threads);
+  job.key.tool = "nvcc";
+  job.key.identity = fmt::format("nvcc:compile:{}[{},t{}]{}", row.file, row.targets, row.nvcc_threads,
+                                 row.contended ? "" : " clean");
+  job.key.klass = fmt::format("nvcc:compile[{} targets]", k);
+  job.key.stem = row.file;
+  job.key.cpu_weight = n;
+  job.threads = n;
+  job.cpu_s = row.cpu_s;
+  int rounds = (k + n - 1) / n;
+  job.work_s = row.contended ? row.cpu_s / k * rounds : row.wall_s;
+  job.profile = single_profile(row);
+  normalize(job);
+  job.predicted.source = PredictionSource::profile;
+  return job;
+}
+
 Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows, const NvccShape& shape) {
   std::vector<MeasuredRow> bases = base_measurements(rows);
   if (bases.empty()) return Error{"the job table has no clean single-target --threads 1 row to build jobs from"};

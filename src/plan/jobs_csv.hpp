@@ -76,6 +76,14 @@ std::vector<MeasuredRow> base_measurements(const std::vector<MeasuredRow>& rows)
 // One nvcc job compiling `file` with the base file's figures.
 PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape);
 
+// One row as the job it measured (issue 13's bench, bench/packing.cpp):
+// its own peak, CPU time and profile, min(threads, targets) pipelines at
+// once. A contended row's wall time is inflated by its neighbour, so its
+// duration is taken from its CPU time instead: per-target CPU times the
+// rounds of pipelines (ceil(targets / pipelines)), as a compile that
+// computes all the time does; a clean row keeps its measured wall time.
+PlanJob measured_job(const MeasuredRow& row);
+
 struct Workload {
   std::vector<PlanJob> jobs;
   std::string description;  // for the table's title

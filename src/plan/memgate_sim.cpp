@@ -31,15 +31,16 @@ struct JobProgress {
 class SimulatedRun {
  public:
   SimulatedRun(const std::vector<PlanJob>& jobs, const Machine& machine, const MemgateSimOptions& options)
-      : jobs_(jobs), machine_(machine), options_(options), gov_(config(machine), [this](const JobKey& k) {
+      : jobs_(jobs), machine_(machine), options_(options), gov_(config(machine, options), [this](const JobKey& k) {
           return jobs_[std::stoi(k.identity)].predicted;
         }) {}
 
   MemgateRun run();
 
  private:
-  static GovernorConfig config(const Machine& m) {
+  static GovernorConfig config(const Machine& m, const MemgateSimOptions& o) {
     GovernorConfig cfg;
+    cfg.admission = o.admission;
     cfg.budget = m.budget();
     cfg.hard_limit = cfg.budget;
     cfg.slots = std::max(1, m.cores);
@@ -92,7 +93,9 @@ void SimulatedRun::oom_check(double t) {
 void SimulatedRun::end_attempt(JobId id, ExitKind how, double t) {
   JobProgress& s = sim_.at(id);
   out_.traces[s.trace].path.push_back({t, s.p});
-  bool again = gov_.exited(id, how, 0, t);
+  // CPU is even over a job's life (workload.hpp): an attempt at progress
+  // p has spent p of the job's CPU time.
+  bool again = gov_.exited(id, how, 0, t, s.p * jobs_[s.job].cpu_s);
   s.p = 0;
   s.rate = -1;
   s.attempt_peak = 0;

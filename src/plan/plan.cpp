@@ -190,6 +190,7 @@ PlanResult make_plan(const std::vector<PlanJob>& jobs, const Machine& machine, c
     row.finished = m.finished;
     row.failed = m.failed;
     row.counters = m.counters;
+    row.admission = options.memgate_options.admission;
     r.memgate = row;
   }
   return r;

@@ -62,6 +62,7 @@ struct MemgateRow {
   Bytes peak = 0;
   bool finished = true;
   int failed = 0;
+  AdmissionPolicy admission = AdmissionPolicy::longest_first;  // the policy simulated
   Counters counters;
 };
 

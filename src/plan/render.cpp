@@ -85,6 +85,7 @@ nlohmann::json to_json(const PlanResult& r, const std::string& source) {
                     {"peak_bytes", r.memgate->peak},
                     {"finished", r.memgate->finished},
                     {"failed", r.memgate->failed},
+                    {"admission", name(r.memgate->admission)},
                     {"counters", by_name(r.memgate->counters)}};
   } else {
     j["memgate"] = nullptr;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "governor/governor.hpp"
 #include "plan/workload.hpp"
 
 namespace memgate::plan {
@@ -60,6 +61,9 @@ Bytes peak_memory(const std::vector<PlanJob>& jobs, const std::vector<Trace>& tr
 
 struct MemgateSimOptions {
   double tick_s = 0.25;  // how often the runner samples memory and steps the governor
+  // The governor's admission policy (governor.hpp): plan runs the same
+  // Governor as `memgate run`, so it predicts what either policy does.
+  AdmissionPolicy admission = GovernorConfig{}.admission;
 };
 
 struct MemgateRun {

@@ -220,6 +220,7 @@ bool Runner::start_server() {
   if (const char* hosts = std::getenv("DISTCC_HOSTS"))
     if (int n = distcc_remote_slots(hosts); n > 0) gc.remote_slots["distcc"] = n;
   gc.decline_after_s = opt_.decline_after_s;
+  if (auto policy = parse_admission_policy(opt_.admission)) gc.admission = *policy;
   gov_ = std::make_unique<Governor>(
       gc, [this](const JobKey& k) { return predictor_.predict(k); },
       [this](const JobRecord& r) { predictor_.observe(r); });

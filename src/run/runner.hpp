@@ -25,6 +25,7 @@ struct RunOptions {
   std::string offload;              // --offload ENGINE: send jobs waiting for memory there
   std::optional<int> offload_jobs;  // --offload-jobs N (default: the engine's remote slots)
   double decline_after_s = 0;       // --decline-after S: a build server declines jobs that waited this long
+  std::string admission;            // --admission POLICY ("" = the governor's default; governor.hpp)
 };
 
 // Runs the build to completion and returns `run`'s exit status, which

@@ -98,7 +98,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   else if (WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL && job.exec->oom_killed()) kind = ExitKind::oom_killed;
   // distcc compiled it here after all (its fallback): a local compile.
   if (m.ran_here && kind == ExitKind::finished) gov_->ran_here(job.id, now());
-  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now());
+  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), m.cpu_s);
   job.exec->end_attempt();
   job.killed_by_us = false;
   job.current = 0;

@@ -61,6 +61,38 @@ print(c.get("frozen", 0) + c.get("requeued", 0) + c.get("oom_killed", 0))
 PY
 )
   [ "$acted" -gt 0 ] || { cat "$E2E_TMP/run.log" >&2; fail "run $run: memgate never had to act"; }
+  # Issue 13, the cost of optimism: frozen job-seconds and the CPU-seconds
+  # of requeued attempts are recorded, non-zero where memgate acted, and
+  # plausible: no more job-seconds frozen than the 24 jobs over the whole
+  # build, no more CPU thrown away than the machine's cores had.
+  "$MEMGATE" history --json --build last --history "$hist" >"$E2E_TMP/h.json"
+  cost=$(python3 - "$E2E_TMP/h.json" "$(nproc)" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["build"]
+c, cores = b["counters"], int(sys.argv[2])
+wall_ms = b["wall_s"] * 1000
+for k in ("frozen_ms", "requeued_cpu_ms", "retried", "oom_killed"):
+    if k not in c:
+        sys.exit(f"counter {k} not recorded")
+if c["frozen"] > 0 and not 0 < c["frozen_ms"] <= 24 * wall_ms:
+    sys.exit(f"{c['frozen']} freezes but {c['frozen_ms']} ms frozen in a {wall_ms:.0f} ms build")
+if c["frozen"] == 0 and c["frozen_ms"] != 0:
+    sys.exit(f"no freeze but {c['frozen_ms']} ms frozen")
+memory_deaths = c["requeued"] + c["oom_killed"]
+if memory_deaths > 0 and not 0 < c["requeued_cpu_ms"] <= cores * wall_ms:
+    sys.exit(f"{memory_deaths} attempts ended by memory but {c['requeued_cpu_ms']} ms of CPU requeued "
+             f"in a {wall_ms:.0f} ms build on {cores} cores")
+if memory_deaths == 0 and c["requeued_cpu_ms"] != 0:
+    sys.exit(f"nothing requeued but {c['requeued_cpu_ms']} ms of CPU requeued")
+if c["retried"] < memory_deaths - c.get("failed", 0):
+    sys.exit(f"{memory_deaths} memory deaths, {c['retried']} retries")
+print(f"{c['frozen_ms'] / 1000:.1f} job-s frozen, {c['requeued_cpu_ms'] / 1000:.2f} CPU-s requeued, "
+      f"{c['retried']} retries")
+PY
+) || { cat "$E2E_TMP/h.json" >&2; fail "run $run: the cost of optimism: $cost"; }
+  "$MEMGATE" history --build last --history "$hist" 2>/dev/null | grep -Eq '^  cost      [0-9.]+ job-s frozen, [0-9.]+ CPU-s requeued, [0-9]+ retries, [0-9]+ OOM kills$' ||
+    fail "run $run: history --build does not show the cost line"
+  note "run $run: cost of optimism: $cost"
   grep -Eq 'froze|frozen|freez|requeue' "$E2E_TMP/run.log" || fail "run $run: the summary does not show the freezes or requeues"
   if [ -n "$degraded" ]; then
     grep -q '^memgate: degraded: build not confined (--no-confine); jobs paused with SIGSTOP (MEMGATE_NO_FREEZER is set)$' \

@@ -228,6 +228,79 @@ TEST(Governor, AJobThatOutgrowsItsPredictionReservesMore) {
   EXPECT_EQ(f.g().counters().at(Counter::overshoot), 1);
 }
 
+// Issue 13, packing: R (6 GiB, 100 s) runs in a 10 GiB budget; waiting
+// are L (7 GiB, 300 s), A (4 GiB, 150 s) and H (4 GiB, 20 s). L fits when
+// R ends at 100 s. A fits now but would hold its 4 GiB until 151 s.
+namespace {
+struct Packing : Fixture {
+  JobId r, l, a, h;
+  Packing(AdmissionPolicy policy, double l_peak_over) : Fixture(10 * GiB) {
+    cfg.admission = policy;
+    r = submit("r", 6 * GiB, 100);
+    EXPECT_EQ(g().step(used(0), 0).admit, std::vector<JobId>{r});
+    Prediction p;
+    p.peak = 7 * GiB;
+    p.wall_s = 300;
+    p.peak_over_frac = l_peak_over;
+    p.after_peak = 1 * GiB;
+    p.source = PredictionSource::history;
+    p.confidence = 1;
+    preds["l"] = p;
+    JobKey k;
+    k.identity = "l";
+    l = g().submit(k, 1);
+    a = submit("a", 4 * GiB, 150, 1, 1);
+    h = submit("h", 4 * GiB, 20, 1, 1);
+  }
+};
+}  // namespace
+
+TEST(GovernorPacking, LongestFirstStartsTheLongestJobThatFits) {
+  Packing f(AdmissionPolicy::longest_first, 0.3);
+  EXPECT_EQ(f.g().step(used(0), 1).admit, std::vector<JobId>{f.a});
+}
+
+TEST(GovernorPacking, AJobThatWouldDelayTheLongOneWaitsAndAHeavyShortOneGoes) {
+  // L falls to 1 GiB 30% into its life: started at 100 s, it makes room
+  // for A at 190 s; both end by 400 s. Started now, A would keep L out
+  // until 151 s and the two would end at 451 s. H ends before L can start.
+  Packing f(AdmissionPolicy::packing, 0.3);
+  Decisions d = f.g().step(used(0), 1);
+  EXPECT_EQ(d.admit, std::vector<JobId>{f.h});
+  EXPECT_TRUE(f.g().job(f.a).blocked_by_memory);
+  f.g().exited(f.h, ExitKind::finished, 0, 21);
+  EXPECT_TRUE(f.g().step(used(0), 21).admit.empty()) << "A still waits for L";
+  f.g().exited(f.r, ExitKind::finished, 0, 100);
+  EXPECT_EQ(f.g().step(used(0), 100).admit, std::vector<JobId>{f.l});
+}
+
+TEST(GovernorPacking, AJobThatDelaysTheLongOneStartsWhenWaitingWouldEndLater) {
+  // L holds 7 GiB to its end: A cannot run beside it at all, so making A
+  // wait only puts it after L (ending at 550 s instead of 451 s).
+  Packing f(AdmissionPolicy::packing, 1.0);
+  EXPECT_EQ(f.g().step(used(0), 1).admit, std::vector<JobId>{f.a});
+}
+
+TEST(GovernorPacking, WithoutDurationsItIsLongestFirst) {
+  // Cold: no job's duration is known, so no moment can be told.
+  for (AdmissionPolicy policy : {AdmissionPolicy::longest_first, AdmissionPolicy::packing}) {
+    Fixture f(3 * GiB);
+    f.cfg.admission = policy;
+    JobId a = f.submit("a", 2 * GiB);
+    JobId b = f.submit("b", 2 * GiB);
+    JobId c = f.submit("c", 512 * MiB);
+    EXPECT_EQ(f.g().step(used(0), 0).admit, (std::vector<JobId>{a, c})) << name(policy);
+    EXPECT_TRUE(f.g().job(b).blocked_by_memory);
+  }
+}
+
+TEST(GovernorPacking, PolicyNames) {
+  EXPECT_EQ(name(AdmissionPolicy::longest_first), "longest-first");
+  EXPECT_EQ(parse_admission_policy("packing"), AdmissionPolicy::packing);
+  EXPECT_EQ(parse_admission_policy("longest-first"), AdmissionPolicy::longest_first);
+  EXPECT_FALSE(parse_admission_policy("fastest"));
+}
+
 namespace {
 // Three running jobs of 1 GiB predicted in a 4 GiB budget.
 struct Pressure : Fixture {
@@ -317,6 +390,33 @@ TEST(GovernorPressure, KillsTheNewestJobAndRequeuesItWithMoreMemory) {
   EXPECT_GE(c.peak_floor, 1500 * MiB);
   EXPECT_EQ(f.g().counters().at(Counter::requeued), 1);
   EXPECT_EQ(c.attempt_log.back().outcome, Outcome::requeued);
+}
+
+// Issue 13, the cost of optimism: what freezes and requeues took, in
+// job-seconds frozen and CPU-seconds of work thrown away.
+TEST(GovernorPressure, CountsTheCostOfOptimism) {
+  Pressure f;
+  EXPECT_EQ(f.g().counters().at(Counter::frozen_ms), 0);
+  EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 0);
+  ASSERT_EQ(f.g().step(used(3950 * MiB), 1).freeze, std::vector<JobId>{f.c});
+  ASSERT_EQ(f.g().step(used(3950 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
+  // Two jobs frozen from 1.5 s to 2.5 s, one from 1 s: 2.5 job-seconds.
+  f.g().step(used(3950 * MiB), 2.5);
+  EXPECT_EQ(f.g().counters().at(Counter::frozen_ms), 2500);
+  // Past the kill line: the newest job (c) dies and is requeued; the
+  // 3.25 CPU-seconds it had done are the cost.
+  Decisions d = f.g().step(used(4040 * MiB), 3);
+  ASSERT_EQ(d.kill, std::vector<JobId>{f.c});
+  ASSERT_TRUE(f.g().exited(f.c, ExitKind::killed_by_us, 137, 3.5, 3.25));
+  EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 3250);
+  EXPECT_DOUBLE_EQ(f.g().job(f.c).attempt_log.back().cpu_s, 3.25);
+  EXPECT_EQ(f.g().counters().at(Counter::retried), 1);
+  // A kernel OOM kill costs its CPU too; a job that finishes costs nothing.
+  ASSERT_TRUE(f.g().exited(f.b, ExitKind::oom_killed, 137, 4, 0.5));
+  EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 3750);
+  f.g().exited(f.a, ExitKind::finished, 0, 5, 40);
+  EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 3750);
+  EXPECT_EQ(f.g().counters().at(Counter::retried), 2);
 }
 
 TEST(GovernorPressure, NeverKillsTheOnlyJob) {

@@ -69,7 +69,7 @@ JobRecord sample_job(int i) {
   j.after_peak_bytes = 1646000000;
   j.exit_status = i == 2 ? 1 : 0;
   j.attempts = 2;
-  j.attempt_log = {{2.5, 20.0, Outcome::oom, 3 * GiB}, {21.0, 130.0625 + i, Outcome::ok, 4263821312 + i}};
+  j.attempt_log = {{2.5, 20.0, Outcome::oom, 3 * GiB, 16.5}, {21.0, 130.0625 + i, Outcome::ok, 4263821312 + i, 108.25}};
   j.profile = {{0, 104316928}, {1.5, 519000000}, {19, 4264636416}, {107.03, 438000000}};
   if (i == 1) {
     j.where = Placement::offloaded;
@@ -133,6 +133,7 @@ void expect_same_job(const JobRecord& a, const JobRecord& b) {
     EXPECT_DOUBLE_EQ(a.attempt_log[i].end_s, b.attempt_log[i].end_s);
     EXPECT_EQ(a.attempt_log[i].outcome, b.attempt_log[i].outcome);
     EXPECT_EQ(a.attempt_log[i].peak_bytes, b.attempt_log[i].peak_bytes);
+    EXPECT_DOUBLE_EQ(a.attempt_log[i].cpu_s, b.attempt_log[i].cpu_s);
   }
   ASSERT_EQ(a.profile.size(), b.profile.size());
   for (size_t i = 0; i < a.profile.size(); ++i) {
