@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 #include "util/fs.hpp"
 #include "util/size.hpp"
@@ -22,22 +23,7 @@ std::string error_of(std::string_view text) {
   return c.ok() ? "" : c.error();
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include "history/history.hpp"
 #include "history/record_json.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 #include "util/fs.hpp"
 
@@ -47,23 +48,7 @@ std::unique_ptr<History> open_at(const std::string& path) {
   return h.ok() ? std::move(*h) : nullptr;
 }
 
-// Sets one environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 }  // namespace
 
