@@ -91,6 +91,7 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   }
   f.freezes = counter(b, Counter::frozen);
   f.requeues = counter(b, Counter::requeued);
+  f.requeued_cpu_s = counter(b, Counter::requeued_cpu_ms) / 1000.0;
   f.retries = counter(b, Counter::retried);
   f.oom_kills = counter(b, Counter::oom_killed);
   f.ran_alone = counter(b, Counter::ran_alone);
@@ -180,6 +181,8 @@ std::string action_counts(const BuildFacts& f, bool verbose) {
   add(f.retries, "retry", "retries");
   add(f.oom_kills, "OOM kill", "OOM kills");
   add(f.ran_alone, "job ran alone", "jobs ran alone");
+  // What optimism cost, beside the counts that caused it.
+  if (f.requeued_cpu_s >= 0.05) parts.push_back(fmt::format("{} of CPU done again", format_duration(f.requeued_cpu_s)));
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
   return out;

@@ -23,6 +23,7 @@ struct BuildFacts {
   double frozen_s = 0;        // summed time jobs were frozen
   std::int64_t freezes = 0;
   std::int64_t requeues = 0;
+  double requeued_cpu_s = 0;  // CPU time of the attempts those requeues (and OOM kills) threw away
   std::int64_t retries = 0;
   std::int64_t oom_kills = 0;
   std::int64_t ran_alone = 0;

@@ -117,6 +117,7 @@ TEST(Summary, ShowsWallTimeRateMemoryAndCounters) {
   BuildRecord b = build(0, 0);
   b.counters[Counter::frozen] = 3;
   b.counters[Counter::requeued] = 1;
+  b.counters[Counter::requeued_cpu_ms] = 4200;
   b.counters[Counter::retried] = 2;
   b.counters[Counter::oom_killed] = 1;
   b.counters[Counter::wait_memory_ms] = 70000;
@@ -126,6 +127,7 @@ TEST(Summary, ShowsWallTimeRateMemoryAndCounters) {
   EXPECT_TRUE(contains(s, "memgate: 40 jobs (1 failed) in 2m00s (20.0/min), peak 2.00 GiB of 2.50 GiB (80%)\n")) << s;
   EXPECT_TRUE(contains(s, "jobs waited 1m10s for memory in total (12 jobs held back)")) << s;
   EXPECT_TRUE(contains(s, "3 freezes, 1 requeue, 2 retries, 1 OOM kill")) << s;
+  EXPECT_TRUE(contains(s, ", 4.2s of CPU done again")) << s;
 }
 
 TEST(Summary, ListsTheFiveHeaviestJobsHeaviestFirst) {
