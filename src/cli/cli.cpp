@@ -66,8 +66,10 @@ int cli_main(int argc, char** argv) {
     return 2;
   }
   // Per-machine defaults, for the subcommands that take them; a broken
-  // file is a usage error (exit 2), as a broken flag is.
-  if (!args.empty() && args[0] != "wrap" && args[0][0] != '-') {
+  // file is a usage error (exit 2), as a broken flag is. Help never reads
+  // it: `--help` is how one finds out what the file may say.
+  const bool help = std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (!args.empty() && args[0] != "wrap" && args[0][0] != '-' && !help) {
     auto config = load_config(config_path());
     if (!config) {
       log::error("{}", config.error());
