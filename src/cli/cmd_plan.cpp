@@ -83,22 +83,25 @@ Result<plan::Machine> machine_from(const PlanArgs& a) {
 }
 
 // The only use of the history file; every other source works without it.
-std::unique_ptr<History> open_history(const std::string& flag) {
-  auto h = History::open(History::resolve_path(flag));
-  if (!h) {
-    log::warn("history unavailable: {}", h.error());
-    return nullptr;
-  }
+// A --history in a directory that does not exist is never created.
+Result<std::unique_ptr<History>> open_history(const std::string& flag) {
+  const std::string path = History::resolve_path(flag);
+  if (auto s = History::check_location(path); !s) return Error{s.error()};
+  auto h = History::open(path);
+  if (!h) return Error{h.error()};
   return std::move(*h);
 }
 
 Result<plan::PlanInput> load_input(const PlanArgs& a) {
   if (!a.jobs_csv.empty())
     return plan::input_from_jobs_csv(a.jobs_csv, a.profiles, plan::NvccShape{a.nvcc_threads, a.gpu_targets});
-  std::unique_ptr<History> history = open_history(a.history);
-  if (!a.ninja_log.empty()) return plan::input_from_ninja_log(a.ninja_log, history.get(), plan::this_machine().cores);
-  if (!history) return Error{"no history to plan from; give --ninja-log or --jobs-csv"};
-  return plan::input_from_history(*history, a.build.empty() ? "last" : a.build, current_dir(),
+  auto history = open_history(a.history);
+  if (!a.ninja_log.empty()) {
+    if (!history) log::warn("history unavailable: {}", history.error());
+    return plan::input_from_ninja_log(a.ninja_log, history ? history->get() : nullptr, plan::this_machine().cores);
+  }
+  if (!history) return Error{fmt::format("{}; or give --ninja-log or --jobs-csv", history.error())};
+  return plan::input_from_history(**history, a.build.empty() ? "last" : a.build, current_dir(),
                                   History::resolve_path(a.history));
 }
 
