@@ -33,6 +33,10 @@ struct ConnectedJob {
   RequestMsg req;
   std::unique_ptr<JobExec> exec;
   bool killed_by_us = false;  // this attempt
+  // CPU the attempt's processes had used when memgate killed them: the
+  // wrapper's rusage misses a compiler proper killed beside its driver
+  // (gcc's cc1plus is never waited for), and a requeue's cost is this.
+  double cpu_at_kill_s = 0;
   bool done = false;          // the final verdict was sent
   double attempt_start = 0;
   std::vector<MemSample> profile;  // this attempt, t since attempt start

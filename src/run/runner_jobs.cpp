@@ -98,11 +98,13 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   else if (WIFSIGNALED(m.status) && WTERMSIG(m.status) == SIGKILL && job.exec->oom_killed()) kind = ExitKind::oom_killed;
   // distcc compiled it here after all (its fallback): a local compile.
   if (m.ran_here && kind == ExitKind::finished) gov_->ran_here(job.id, now());
-  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), m.cpu_s);
+  const double cpu_s = kind == ExitKind::killed_by_us ? std::max(m.cpu_s, job.cpu_at_kill_s) : m.cpu_s;
+  bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), cpu_s);
   job.exec->end_attempt();
   job.killed_by_us = false;
+  job.cpu_at_kill_s = 0;
   job.current = 0;
-  AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, m.cpu_s, shell_status(m.status)};
+  AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, cpu_s, shell_status(m.status)};
   JobRecord rec = Recorder::make_record(gov_->job(job.id), attempt, now());
   gov_->learn(rec);
   if (!rerun) {
@@ -162,6 +164,9 @@ void Runner::apply(const Decisions& d) {
   for (JobId id : d.kill)
     if (ConnectedJob* j = by_job(id)) {
       j->killed_by_us = true;
+      j->cpu_at_kill_s = 0;
+      for (pid_t p : j->exec->tree())
+        if (auto st = platform::read_proc_stat(p)) j->cpu_at_kill_s += platform::ticks_to_seconds(st->utime + st->stime);
       j->exec->kill();
     }
   for (JobId id : d.freeze)
