@@ -163,7 +163,10 @@ Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
 void Predictor::add_history(const JobRecord& job) { learn(job, false); }
-void Predictor::observe(const JobRecord& job) { learn(job, true); }
+void Predictor::observe(const JobRecord& job) {
+  note_calibration(job);
+  learn(job, true);
+}
 std::size_t Predictor::known_identities() const { return runs_.size(); }
 
 int Predictor::intern(const std::string& identity) {
@@ -267,7 +270,7 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
   return p;
 }
 
-std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
+std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_profiles) const {
   const auto tokens = stem_tokens(key.stem);
   const int need = std::max(1, std::min(config_.min_similar_depth, static_cast<int>(tokens.size())));
   const int weight = std::max(1, key.cpu_weight);
@@ -299,6 +302,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
     // From profiles alone the guess is weak (cold admission may do better
     // on what this build's running jobs show).
     const double confidence = s.only_profiles ? 0.3 : root == klass ? 0.6 : 0.45;
+    *only_profiles = s.only_profiles;
     return make(s, PredictionSource::similar, confidence, s.peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
@@ -320,8 +324,10 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key) const {
   return std::nullopt;
 }
 
-Prediction Predictor::predict(const JobKey& key) const {
-  Bytes floor = 0;
+Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out) const {
+  *elsewhere = false;
+  Bytes& floor = *floor_out;
+  floor = 0;
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
     if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
   }
@@ -336,11 +342,51 @@ Prediction Predictor::predict(const JobKey& key) const {
     p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
     p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
     p.source = pr.origin;
+    *elsewhere = true;
     return p;
   }
-  Prediction p = from_groups(key).value_or(default_prediction(key));
+  Prediction p = from_groups(key, elsewhere).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);
   return p;
+}
+
+Prediction Predictor::predict(const JobKey& key) const {
+  bool elsewhere = false;
+  Bytes floor = 0;
+  Prediction p = guess(key, &elsewhere, &floor);
+  if (elsewhere) {
+    calibrate(key, p);
+    p.peak = std::max(p.peak, floor);  // what a killed attempt reached holds
+  }
+  return p;
+}
+
+// Before the job's own run is learned: what did the profiles say of it?
+void Predictor::note_calibration(const JobRecord& job) {
+  if (job.peak_bytes <= 0 || job.exit_status != 0 || ends_killed(job) || is_probe_klass(job.key.klass)) return;
+  bool elsewhere = false;
+  Bytes floor = 0;
+  const Prediction p = guess(job.key, &elsewhere, &floor);
+  if (!elsewhere || p.peak <= 0 || floor > 0) return;  // a rerun's guess was its floor
+  Calibration& c = calibration_[klass_family(job.key.klass)];
+  c.peak_ratio = std::max(c.peak_ratio, static_cast<double>(job.peak_bytes) / static_cast<double>(p.peak));
+  if (p.wall_s > 0 && job.wall_s() > 0) c.wall_ratios.push_back(job.wall_s() / p.wall_s);
+  if (p.cpu_s > 0 && job.cpu_s > 0) c.cpu_ratios.push_back(job.cpu_s / p.cpu_s);
+}
+
+void Predictor::calibrate(const JobKey& key, Prediction& p) const {
+  auto it = calibration_.find(klass_family(key.klass));
+  if (it == calibration_.end()) return;
+  const Calibration& c = it->second;
+  const double band = std::max(1.0, config_.calibration_band);
+  auto off = [band](double f) { return f > 0 && (f < 1.0 / band || f > band); };
+  const double f = c.peak_ratio * config_.calibration_margin;
+  if (off(f)) {
+    p.peak = std::max<Bytes>(1, to_bytes(static_cast<double>(p.peak) * f));
+    p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(p.after_peak) * f));
+  }
+  if (const double w = median_of(c.wall_ratios); off(w)) p.wall_s *= w;
+  if (const double u = median_of(c.cpu_ratios); off(u)) p.cpu_s *= u;
 }
 
 }  // namespace memgate

@@ -23,6 +23,17 @@
 //     fewer than `prior_jobs` jobs are known (never above the default). "build" when jobs of
 //     this build are among them.
 //  5. "default": per-tool conservative defaults (default_prediction).
+// A guess from elsewhere (sources 2, and 3 from profiles alone) is scaled by
+// how this build's own jobs compared with it: every job of the current
+// build that finishes while its prediction still came from a profile gives
+// a ratio (its peak / that prediction, per tool family). Once the largest
+// ratio × `calibration_margin` leaves [1/band, band], profile guesses of the
+// family are multiplied by it (the largest: a prior that is wrong by a
+// different factor for different jobs is trusted for none below its worst
+// miss); wall and CPU time by the median ratio. So a prior measured for
+// another nvcc, other flags or a scaled-down test tree still orders the
+// jobs, and this build sets the scale. Inside the band the prior is taken
+// as it is.
 // Probe jobs (klass TOOL:probe: CMake/Meson/autoconf checks, version
 // queries) feed only their own identity's runs, never sources 3 and 4.
 // Sources 3 and 4 compare peaks per CPU weight (nvcc's peak grows with
@@ -63,6 +74,8 @@ struct PredictorConfig {
   double klass_quantile = 0.9;
   int min_similar_depth = 2;     // stem tokens two jobs must share to be similar
   int prior_jobs = 4;            // jobs a klass needs before its estimate goes without a margin
+  double calibration_margin = 1.15;  // on the largest peak ratio of this build's jobs to their profile guess
+  double calibration_band = 1.25;    // a profile guess within this factor of the build's is left alone
 };
 
 class Predictor {
@@ -105,10 +118,22 @@ class Predictor {
   struct Node;   // a stem-token trie over one klass or family
   struct Entry;  // what one identity puts in the tries
 
+  // How this build's jobs compared with their profile guesses, per family.
+  struct Calibration {
+    double peak_ratio = 0;  // largest actual / guessed peak
+    std::vector<double> wall_ratios;
+    std::vector<double> cpu_ratios;
+  };
+
   void learn(const JobRecord& job, bool in_build);
+  // The prediction before calibration; *elsewhere: it came from profiles;
+  // *floor: what the identity's killed or failed runs imply at least.
+  Prediction guess(const JobKey& key, bool* elsewhere, Bytes* floor) const;
+  void calibrate(const JobKey& key, Prediction& p) const;
+  void note_calibration(const JobRecord& job);
   void index(const JobKey& key, const Entry& e, bool at_root);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
-  std::optional<Prediction> from_groups(const JobKey& key) const;
+  std::optional<Prediction> from_groups(const JobKey& key, bool* only_profiles) const;
   int intern(const std::string& identity);
 
   PredictorConfig config_;
@@ -117,6 +142,7 @@ class Predictor {
   std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
   std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
   std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;
+  std::unordered_map<std::string, Calibration> calibration_;  // by klass family
 };
 
 }  // namespace memgate

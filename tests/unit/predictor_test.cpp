@@ -530,3 +530,79 @@ TEST(Predictor, ShallowerRunsSeenHereBeatADeeperPrior) {
   EXPECT_EQ(pred.source, PredictionSource::similar);
   EXPECT_EQ(pred.peak, 250 * MB);
 }
+
+namespace {
+// A run of this build: 400 MB-class jobs take 7 s here, the prior says 100 s.
+JobRecord quick_record(const JobKey& key, Bytes peak) {
+  JobRecord r = record(key, peak);
+  r.start_s = 0;
+  r.end_s = 7;
+  r.cpu_s = 6;
+  r.attempt_log.back() = {0, 7, Outcome::ok, peak};
+  return r;
+}
+
+Predictor flash_prior() {
+  Predictor p;
+  p.add_profile(profile_of(key_for("flash_bwd_hdim128_fp16_sm80"), 6370 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_bwd_hdim256_bf16_sm80"), 6960 * MB, PredictionSource::prior));
+  p.add_profile(profile_of(key_for("flash_fwd_hdim128_fp16_sm80"), 4260 * MB, PredictionSource::prior));
+  return p;
+}
+}  // namespace
+
+// The prior orders the jobs, the build sets the scale: one kernel measured
+// at 1/16 of the prior (the bench's scaled fakes; a prior from another nvcc
+// or other flags) scales every guess from the prior of its family, exact
+// and similar, peak and time, and nothing else.
+TEST(Predictor, ABuildScalesAPriorThatIsOffByAFactor) {
+  Predictor p = flash_prior();
+  const auto fwd = key_for("flash_fwd_hdim128_fp16_sm80");
+  const Bytes before = p.predict(fwd).peak;
+  EXPECT_EQ(before, static_cast<Bytes>(std::llround(4260.0 * MB * 1.07)));
+  p.observe(quick_record(key_for("flash_bwd_hdim128_fp16_sm80"), 400 * MB));
+
+  Prediction exact = p.predict(fwd);
+  EXPECT_EQ(exact.source, PredictionSource::prior);
+  const double f = 400.0 / (6370.0 * 1.07) * 1.15;  // the largest miss, with the margin
+  EXPECT_NEAR(static_cast<double>(exact.peak), 4260.0 * MB * 1.07 * f, 2.0);
+  EXPECT_NEAR(exact.wall_s, 7.0, 1e-9);
+  EXPECT_NEAR(exact.cpu_s, 6.0, 1e-9);
+  EXPECT_LE(exact.after_peak, exact.peak);
+
+  Prediction similar = p.predict(key_for("flash_fwd_hdim256_bf16_sm80_v2"));
+  EXPECT_EQ(similar.source, PredictionSource::similar);
+  EXPECT_LT(similar.peak, 400 * MB);
+  EXPECT_GT(similar.peak, 200 * MB);
+
+  // Not a guess from the prior: untouched (the klass-wide estimate from
+  // this build's run, with its few-jobs margin; another family's default).
+  Prediction klass_wide = p.predict(key_for("my_kernel"));
+  EXPECT_EQ(klass_wide.source, PredictionSource::build);
+  EXPECT_EQ(klass_wide.peak, 550 * MB);
+  const auto gxx = key_for("flash_fwd_hdim128_fp16_sm80", "g++:compile[x86_64]");
+  EXPECT_EQ(p.predict(gxx).peak, default_prediction(gxx).peak);
+
+  // What a killed attempt reached holds under the scaled guess.
+  JobRecord killed = quick_record(fwd, 1000 * MB);
+  killed.attempt_log.back().outcome = Outcome::requeued;
+  p.observe(killed);
+  EXPECT_GE(p.predict(fwd).peak, 1250 * MB);
+}
+
+// Within the band the prior is taken as it is; a prior that is too low is
+// raised by the worst miss.
+TEST(Predictor, APriorCloseToTheBuildStandsAndOneTooLowIsRaised) {
+  Predictor close = flash_prior();
+  close.observe(record(key_for("flash_bwd_hdim128_fp16_sm80"), 6000 * MB));
+  EXPECT_EQ(close.predict(key_for("flash_fwd_hdim128_fp16_sm80")).peak,
+            static_cast<Bytes>(std::llround(4260.0 * MB * 1.07)));
+  EXPECT_EQ(close.predict(key_for("flash_fwd_hdim128_fp16_sm80")).wall_s, 100);
+
+  Predictor low = flash_prior();
+  low.observe(record(key_for("flash_bwd_hdim128_fp16_sm80"), 5000 * MB));
+  low.observe(record(key_for("flash_bwd_hdim256_bf16_sm80"), 12000 * MB));
+  const double worst = 12000.0 / (6960.0 * 1.07) * 1.15;
+  EXPECT_NEAR(static_cast<double>(low.predict(key_for("flash_fwd_hdim128_fp16_sm80")).peak),
+              4260.0 * MB * 1.07 * worst, 2.0);
+}
