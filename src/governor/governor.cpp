@@ -98,6 +98,14 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   bool past_time = p.wall_s > 0 && p.peak_over_frac < 1.0 && elapsed >= p.peak_over_frac * p.wall_s;
   bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
   bool falling = j.current < scale(j.attempt_peak, 0.9);
+  // A weak guess the job's own curve contradicts: it ran live_min_s, peaked
+  // under half the guess and is falling. It holds its peak with the margin
+  // cold admission gives a rising sibling; a second, higher peak is what
+  // freeze and requeue are for. (A first job guessed above the budget
+  // runs alone; without this, alone for its whole life.)
+  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live_min_s && falling && j.attempt_peak > 0 &&
+      j.attempt_peak < scale(pred, 0.5))
+    return std::max(j.current, scale(j.attempt_peak, cfg_.live_margin_rising));
   if (past_time && saw_peak && falling) {
     Bytes keep = scale(std::max(j.current, p.after_peak), kAfterPeakMargin);
     return std::min(pred, std::max(keep, j.current));
@@ -480,12 +488,15 @@ void Governor::decline_jobs(double now, Decisions& out) {
   for (JobId id : gone) retire(id);
 }
 
+// A guess, not a measurement: a default, or an estimate from few jobs of
+// this build or from profiles alone.
+bool Governor::weak_guess(const Prediction& p) {
+  return p.source == PredictionSource::fallback ||
+         ((p.source == PredictionSource::build || p.source == PredictionSource::similar) && p.confidence <= 0.35);
+}
+
 Bytes Governor::cold_need(const GovJob& j, double now) const {
-  const Prediction& p = j.pred;
-  const bool cold = p.source == PredictionSource::fallback ||
-                    ((p.source == PredictionSource::build || p.source == PredictionSource::similar) &&
-                     p.confidence <= 0.35);
-  if (!cold || j.attempts > 0) return 0;  // a job that was killed knows better
+  if (!weak_guess(j.pred) || j.attempts > 0) return 0;  // a job that was killed knows better
   double best_w = 0;
   int in_flight = 0;
   int confirmed = 0;
@@ -715,12 +726,26 @@ const GovJob& Governor::job(JobId id) const {
 
 void Governor::learn(const JobRecord& attempt) {
   if (learn_) learn_(attempt);
-  repredict_waiting();
+  repredict();
 }
 
-void Governor::repredict_waiting() {
-  for (auto& [id, j] : jobs_)
-    if (j.state == JobState::waiting) j.pred = predict_(j.key);
+void Governor::repredict() {
+  for (auto& [id, j] : jobs_) {
+    if (j.state == JobState::waiting) {
+      j.pred = predict_(j.key);
+      continue;
+    }
+    const bool alive = j.state == JobState::running || j.state == JobState::frozen;
+    const PredictionSource src = j.pred.source;
+    if (!alive || src == PredictionSource::history || src == PredictionSource::profile) continue;
+    const Prediction fresh = predict_(j.key);
+    if (fresh.wall_s <= 0 || fresh.peak <= 0) continue;
+    j.pred.wall_s = fresh.wall_s;
+    j.pred.cpu_s = fresh.cpu_s;
+    j.pred.peak_over_frac = fresh.peak_over_frac;
+    const double keeps = static_cast<double>(fresh.after_peak) / static_cast<double>(fresh.peak);
+    j.pred.after_peak = std::min(j.pred.peak, scale(j.pred.peak, keeps));
+  }
 }
 
 }  // namespace memgate

@@ -8,7 +8,10 @@
 // live peaks of running jobs of its klass are evidence too (a running
 // job's memory so far is a lower bound of its peak), so such a job may be
 // admitted on them, a few at a time (cold_need); freezing and requeueing
-// catch the misses.
+// catch the misses. Likewise a running job's own curve overrides such a
+// guess once it has peaked well under it and is falling (reservation):
+// a first job guessed above the budget then runs alone only until its
+// peak has shown.
 //
 // Memory model. The build has an effective limit E = min(budget,
 // capacity - reserve - memory outside the build). Every running job holds
@@ -330,6 +333,8 @@ class Governor {
   int remote_busy(const std::string& engine) const;
   int unfrozen_running() const;
   Bytes overhead(const MemoryView& view) const;
+  // A default, or an estimate from few jobs or from profiles alone.
+  static bool weak_guess(const Prediction& p);
   // Cold admission: for a waiting job predicted by no more than a
   // default or a klass-wide guess, what the running jobs of its klass
   // show (see GovernorConfig), or 0 when they show nothing usable or the
@@ -346,7 +351,12 @@ class Governor {
   std::map<JobId, GovJob> jobs_;
   std::map<JobId, GovJob> done_;
   void retire(JobId id);
-  void repredict_waiting();
+  // After the build learned something: waiting jobs take their new
+  // prediction; a running job whose prediction was a guess keeps its peak
+  // (its reservation) but takes the new timing (when it peaks, how long it
+  // runs, what it keeps after its peak), so that past-peak release works
+  // for jobs admitted before a prior was calibrated or on live siblings.
+  void repredict();
   JobId next_id_ = 1;
   std::map<std::string, int> finished_by_klass_;  // jobs of this build done with status 0
   Counters counters_;

@@ -792,9 +792,9 @@ TEST(ColdAdmission, SlowStartOneMorePerJobPastItsPeak) {
   Fixture f(64 * GiB);
   const std::string k = "nvcc:compile[sm_80]";
   // A heavy default: only one fits until the live evidence says otherwise.
-  JobId a = submit_cold(f, "a", k, 40 * GiB);
+  JobId a = submit_cold(f, "a", k, 60 * GiB);
   std::vector<JobId> rest;
-  for (const char* id : {"b", "c", "d", "e"}) rest.push_back(submit_cold(f, id, k, 40 * GiB));
+  for (const char* id : {"b", "c", "d", "e"}) rest.push_back(submit_cold(f, id, k, 60 * GiB));
   ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 2 * GiB, 2 * GiB, 2);
   Decisions d = f.g().step(used(2 * GiB), 2);
@@ -825,7 +825,7 @@ TEST(ColdAdmission, OnlyColdJobsOfTheSameKlassUseIt) {
 
 // A klass-wide guess from one heavy job (the class's 0.9 quantile) is cold too.
 TEST(ColdAdmission, AKlassWideGuessIsColdToo) {
-  Fixture f(8 * GiB);
+  Fixture f(6 * GiB);
   const std::string k = "c++:compile";
   JobId a = submit_cold(f, "a", k, 6 * GiB, PredictionSource::build, 0.35);
   JobId b = submit_cold(f, "b", k, 6 * GiB, PredictionSource::build, 0.35);
@@ -848,4 +848,61 @@ TEST(ColdAdmission, AMissIsFrozenNotOom) {
   f.g().sample(b, 3 * GiB, 3 * GiB, 10);
   Decisions d = f.g().step(used(6 * GiB - 100 * MiB), 10);
   EXPECT_EQ(d.freeze, std::vector<JobId>{b});
+}
+
+// The first job of a kind guessed above the budget (a prior from elsewhere,
+// or the 4 GiB nvcc default) runs alone only until its own curve shows the
+// guess wrong: peaked well under it and falling. A measured prediction
+// keeps its reservation.
+TEST(ColdAdmission, AJobGuessedAboveTheBudgetRunsAloneOnlyUntilItsPeakShows) {
+  Fixture f(2560 * MiB);
+  const std::string k = "nvcc:compile[sm_80]";
+  JobId a = submit_cold(f, "a", k, 6 * GiB, PredictionSource::similar, 0.3);
+  JobId b = submit_cold(f, "b", k, 6 * GiB, PredictionSource::similar, 0.3);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  EXPECT_EQ(f.g().counters().at(Counter::ran_alone), 1);
+  f.g().sample(a, 400 * MiB, 400 * MiB, 2);
+  EXPECT_TRUE(f.g().step(used(400 * MiB), 2).admit.empty()) << "still rising: the guess stands";
+  f.g().sample(a, 300 * MiB, 400 * MiB, 3);
+  ASSERT_EQ(f.g().step(used(300 * MiB), 3).admit, std::vector<JobId>{b});
+  EXPECT_EQ(f.g().job(b).pred.peak, static_cast<Bytes>(std::llround(400.0 * MiB * 1.15)));
+
+  Fixture g(2560 * MiB);
+  JobId x = submit_cold(g, "x", k, 6 * GiB, PredictionSource::history, 1.0);
+  JobId y = submit_cold(g, "y", k, 100 * MiB, PredictionSource::history, 1.0);
+  ASSERT_EQ(g.g().step(used(0), 0).admit, std::vector<JobId>{y});
+  g.g().exited(y, ExitKind::finished, 0, 1);
+  ASSERT_EQ(g.g().step(used(0), 1).admit, std::vector<JobId>{x});
+  JobId z = submit_cold(g, "z", k, 100 * MiB, PredictionSource::history, 1.0);
+  g.g().sample(x, 300 * MiB, 400 * MiB, 5);
+  EXPECT_FALSE(contains(g.g().step(used(300 * MiB), 5).admit, z)) << "its own history said 6 GiB: it may rise again";
+}
+
+// A running job admitted on a guess takes the timing the build learns while
+// it runs (a prior calibrated by a finished sibling): its past-peak release
+// then comes on time, and the next job starts beside its tail.
+TEST(ColdAdmission, ARunningGuessTakesTheTimingTheBuildLearns) {
+  Fixture f(1 * GiB);
+  const std::string k = "nvcc:compile[sm_80]";
+  Prediction guess;
+  guess.peak = 600 * MiB;
+  guess.wall_s = 150;  // the prior's, for a job that takes 10 s here
+  guess.peak_over_frac = 0.2;
+  guess.after_peak = 150 * MiB;
+  guess.source = PredictionSource::similar;
+  guess.confidence = 0.3;
+  f.preds["a"] = f.preds["b"] = guess;
+  JobKey ka, kb;
+  ka.identity = "a";
+  kb.identity = "b";
+  ka.klass = kb.klass = k;
+  JobId a = f.g().submit(ka, 0);
+  JobId b = f.g().submit(kb, 0);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 200 * MiB, 600 * MiB, 5);
+  EXPECT_TRUE(f.g().step(used(200 * MiB), 5).admit.empty()) << "by the guess, a is far from its peak";
+  f.preds["a"].wall_s = f.preds["b"].wall_s = 10;
+  f.g().learn(JobRecord{});
+  EXPECT_EQ(f.g().job(a).pred.peak, 600 * MiB) << "the reservation it was admitted on stays";
+  EXPECT_EQ(f.g().step(used(200 * MiB), 5.1).admit, std::vector<JobId>{b});
 }
