@@ -62,6 +62,14 @@ Bytes default_peak_per_weight(const std::string& tool) {
 
 Bytes to_bytes(double v) { return static_cast<Bytes>(std::llround(v)); }
 
+// How long the job's last attempt ran: a job requeued once is not twice
+// as long (its record spans every attempt and the waits between).
+double last_attempt_s(const JobRecord& job) {
+  if (job.attempt_log.empty()) return std::max(0.0, job.wall_s());
+  const Attempt& a = job.attempt_log.back();
+  return std::max(0.0, a.end_s - a.start_s);
+}
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -180,7 +188,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   r.killed = ends_killed(job);
   r.failed = !r.killed && job.exit_status != 0;
   r.peak = r.killed ? to_bytes(static_cast<double>(job.peak_bytes) * config_.killed_bump) : job.peak_bytes;
-  r.wall_s = std::max(0.0, job.wall_s());
+  r.wall_s = last_attempt_s(job);
   r.cpu_s = job.cpu_s;
   r.peak_over_frac = std::clamp(job.peak_over_frac, 0.0, 1.0);
   r.after_peak = job.after_peak_bytes;
@@ -370,7 +378,7 @@ void Predictor::note_calibration(const JobRecord& job) {
   if (!elsewhere || p.peak <= 0 || floor > 0) return;  // a rerun's guess was its floor
   Calibration& c = calibration_[klass_family(job.key.klass)];
   c.peak_ratio = std::max(c.peak_ratio, static_cast<double>(job.peak_bytes) / static_cast<double>(p.peak));
-  if (p.wall_s > 0 && job.wall_s() > 0) c.wall_ratios.push_back(job.wall_s() / p.wall_s);
+  if (const double w = last_attempt_s(job); p.wall_s > 0 && w > 0) c.wall_ratios.push_back(w / p.wall_s);
   if (p.cpu_s > 0 && job.cpu_s > 0) c.cpu_ratios.push_back(job.cpu_s / p.cpu_s);
 }
 

@@ -606,3 +606,14 @@ TEST(Predictor, APriorCloseToTheBuildStandsAndOneTooLowIsRaised) {
   EXPECT_NEAR(static_cast<double>(low.predict(key_for("flash_fwd_hdim128_fp16_sm80")).peak),
               4260.0 * MB * 1.07 * worst, 2.0);
 }
+
+// A job requeued once is as long as its last attempt, not the span of both
+// and the wait between (which made longest-first start it too early).
+TEST(Predictor, ARequeuedJobIsAsLongAsItsLastAttempt) {
+  Predictor p;
+  auto k = key_for("requeued_once");
+  JobRecord r = record(k, 500 * MB);
+  r.attempt_log = {{10, 40, Outcome::requeued, 400 * MB}, {60, 110, Outcome::ok, 500 * MB}};
+  p.observe(r);
+  EXPECT_EQ(p.predict(k).wall_s, 50);
+}
