@@ -223,6 +223,7 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
   j.wait_s += now - j.queued_t;
   j.attempts += 1;
   j.attempt_peak = 0;
+  j.peak_told = false;
   j.current = 0;
   j.blocked_by_memory = j.blocked_by_cpu = false;
   j.blocked_since = -1;
@@ -654,6 +655,12 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
     count(Counter::overshoot);
     event(now, EventKind::overshoot, id,
           fmt::format("uses {}, predicted {}", format_bytes(j.attempt_peak), format_bytes(pred)));
+  }
+  if (past_peak_ && !j.peak_told && j.state == JobState::running && now - j.start_t >= cfg_.live_min_s &&
+      j.current < j.attempt_peak / 2) {
+    j.peak_told = true;
+    past_peak_(j.key, j.attempt_peak);
+    repredict();
   }
 }
 

@@ -167,6 +167,7 @@ struct GovJob {
   // on a prediction (cold_need): until it is past its peak or done, it
   // holds back the next such admission of its klass.
   bool speculative = false;
+  bool peak_told = false;    // on_past_peak was told of this attempt
   bool blocked_by_memory = false;  // last step: fits CPU but not memory
   bool blocked_by_cpu = false;     // last step: does not fit CPU
   Bytes current = 0;         // now
@@ -214,10 +215,16 @@ class Governor {
  public:
   using PredictFn = std::function<Prediction(const JobKey&)>;
   using LearnFn = std::function<void(const JobRecord&)>;
+  using PeakFn = std::function<void(const JobKey&, Bytes)>;
 
   // `predict` answers for a job when it is submitted and again while it
   // waits; `learn` (optional) is told about every attempt that ends.
   Governor(GovernorConfig config, PredictFn predict, LearnFn learn = nullptr);
+  // Told once per attempt when a running job has fallen below half its
+  // peak after live_min_s: its peak is known before it exits (a prior is
+  // calibrated on it, Predictor::observe_peak). Predictions are asked
+  // again after it.
+  void on_past_peak(PeakFn fn) { past_peak_ = std::move(fn); }
 
   // A wrapper asks to run a job. It waits until step() admits it. A job
   // the build's own launcher sends to a distributed engine names it
@@ -346,6 +353,7 @@ class Governor {
   GovernorConfig cfg_;
   PredictFn predict_;
   LearnFn learn_;
+  PeakFn past_peak_;
   // Jobs not yet done: every decision iterates these, so the thousands a
   // long build has finished cost nothing per step.
   std::map<JobId, GovJob> jobs_;

@@ -382,6 +382,16 @@ void Predictor::note_calibration(const JobRecord& job) {
   if (p.cpu_s > 0 && job.cpu_s > 0) c.cpu_ratios.push_back(job.cpu_s / p.cpu_s);
 }
 
+void Predictor::observe_peak(const JobKey& key, Bytes peak) {
+  if (peak <= 0 || is_probe_klass(key.klass)) return;
+  bool elsewhere = false;
+  Bytes floor = 0;
+  const Prediction p = guess(key, &elsewhere, &floor);
+  if (!elsewhere || p.peak <= 0 || floor > 0) return;
+  Calibration& c = calibration_[klass_family(key.klass)];
+  c.peak_ratio = std::max(c.peak_ratio, static_cast<double>(peak) / static_cast<double>(p.peak));
+}
+
 void Predictor::calibrate(const JobKey& key, Prediction& p) const {
   auto it = calibration_.find(klass_family(key.klass));
   if (it == calibration_.end()) return;

@@ -26,7 +26,8 @@
 // A guess from elsewhere (sources 2, and 3 from profiles alone) is scaled by
 // how this build's own jobs compared with it: every job of the current
 // build that finishes while its prediction still came from a profile gives
-// a ratio (its peak / that prediction, per tool family). Once the largest
+// a ratio (its peak / that prediction, per tool family), and so does every
+// job seen running well below its peak (observe_peak: its peak only). Once the largest
 // ratio × `calibration_margin` leaves [1/band, band], profile guesses of the
 // family are multiplied by it (the largest: a prior that is wrong by a
 // different factor for different jobs is trusted for none below its worst
@@ -98,6 +99,9 @@ class Predictor {
   // Also call it for an attempt memgate or the kernel killed (the record's
   // last attempt_log outcome "requeued" or "oom"), before it is retried.
   void observe(const JobRecord& job);
+  // A job of the current build is running well past its peak: the peak
+  // joins the calibration of profile guesses (above) before the job ends.
+  void observe_peak(const JobKey& key, Bytes peak);
   Prediction predict(const JobKey& key) const;
 
   // Identities with own runs (for tests and the status line).

@@ -224,6 +224,7 @@ bool Runner::start_server() {
   gov_ = std::make_unique<Governor>(
       gc, [this](const JobKey& k) { return predictor_.predict(k); },
       [this](const JobRecord& r) { predictor_.observe(r); });
+  gov_->on_past_peak([this](const JobKey& k, Bytes peak) { predictor_.observe_peak(k, peak); });
   return true;
 }
 

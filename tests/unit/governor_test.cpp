@@ -906,3 +906,27 @@ TEST(ColdAdmission, ARunningGuessTakesTheTimingTheBuildLearns) {
   EXPECT_EQ(f.g().job(a).pred.peak, 600 * MiB) << "the reservation it was admitted on stays";
   EXPECT_EQ(f.g().step(used(200 * MiB), 5.1).admit, std::vector<JobId>{b});
 }
+
+// Once per attempt, when a running job has fallen below half its peak after
+// live_min_s, the governor says so (the prior gets calibrated) and asks its
+// waiting jobs' predictions again.
+TEST(ColdAdmission, AJobWellPastItsPeakIsToldOnceAndWaitingJobsAreAskedAgain) {
+  Fixture f(2 * GiB);
+  std::vector<std::pair<std::string, Bytes>> told;
+  f.g().on_past_peak([&](const JobKey& k, Bytes peak) { told.emplace_back(k.identity, peak); });
+  JobId a = submit_cold(f, "a", "nvcc:compile[sm_80]", 1 * GiB, PredictionSource::similar, 0.3);
+  JobId b = submit_cold(f, "b", "nvcc:compile[sm_80]", 3 * GiB, PredictionSource::similar, 0.3);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 300 * MiB, 400 * MiB, 0.5);
+  f.g().sample(a, 150 * MiB, 400 * MiB, 0.8);
+  EXPECT_TRUE(told.empty()) << "before live_min_s";
+  f.g().sample(a, 300 * MiB, 400 * MiB, 1.5);
+  EXPECT_TRUE(told.empty()) << "not below half its peak";
+  f.preds["b"].peak = 500 * MiB;  // what the calibrated prior says now
+  f.g().sample(a, 150 * MiB, 400 * MiB, 2);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0], (std::pair<std::string, Bytes>{"a", 400 * MiB}));
+  EXPECT_EQ(f.g().job(b).pred.peak, 500 * MiB);
+  f.g().sample(a, 100 * MiB, 400 * MiB, 3);
+  EXPECT_EQ(told.size(), 1u) << "once per attempt";
+}

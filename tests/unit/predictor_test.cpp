@@ -617,3 +617,17 @@ TEST(Predictor, ARequeuedJobIsAsLongAsItsLastAttempt) {
   p.observe(r);
   EXPECT_EQ(p.predict(k).wall_s, 50);
 }
+
+// A running job past its peak calibrates the prior's peaks before it ends;
+// times wait for a finished job.
+TEST(Predictor, AJobPastItsPeakCalibratesThePeaksBeforeItEnds) {
+  Predictor p = flash_prior();
+  const auto fwd = key_for("flash_fwd_hdim128_fp16_sm80");
+  p.observe_peak(key_for("flash_bwd_hdim128_fp16_sm80"), 400 * MB);
+  Prediction exact = p.predict(fwd);
+  const double f = 400.0 / (6370.0 * 1.07) * 1.15;
+  EXPECT_NEAR(static_cast<double>(exact.peak), 4260.0 * MB * 1.07 * f, 2.0);
+  EXPECT_EQ(exact.wall_s, 100) << "no time seen yet";
+  p.observe_peak(key_for("my_kernel"), 100 * MB);  // nothing guessed it from a profile
+  EXPECT_NEAR(static_cast<double>(p.predict(fwd).peak), 4260.0 * MB * 1.07 * f, 2.0);
+}
