@@ -180,8 +180,10 @@ run_contenders() {
   # 5, 6. memgate with an empty history, then the same build again.
   MG_HISTORY="$BENCH_TMP/$W_NAME-history.db"
   rm -f "$MG_HISTORY"*
-  local budget=$((W_LIMIT - MG_RESERVE)) mg=()
-  mg=("$MEMGATE" run --memory "$((budget >> 20))M" --history "$MG_HISTORY")
+  # No --memory: memgate finds the run's cgroup limit and sizes its reserve
+  # by its own rule for a cgroup limit (capacity.hpp), as in a container.
+  local mg=()
+  mg=("$MEMGATE" run --history "$MG_HISTORY")
   [ -n "$W_MEMJOBS" ] && mg+=(--jobs "$W_MEMJOBS")
   local jl="${W_MEMJOBS:+ --jobs $W_MEMJOBS}"
   contender "memgate cold$jl" memgate-cold "${W_MEMJOBS:-0}" "${W_ENV[@]}" "${mg[@]}" -- make -C "$W_DIR" -j
