@@ -1,0 +1,321 @@
+// Admission: which waiting jobs start now (longest-first or packing),
+// cold admission on live siblings, offloading to an engine and declining.
+// The rest of the governor (pressure, exits, learning): governor.cpp.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/engine.hpp"
+#include "governor/governor.hpp"
+#include "governor/governor_detail.hpp"
+#include "util/size.hpp"
+
+namespace memgate {
+
+using namespace governor_detail;
+
+void Governor::start(GovJob& j, double now, Decisions& out) {
+  j.state = JobState::running;
+  j.start_t = now;
+  if (j.first_start_t < 0) {
+    j.first_start_t = now;
+    j.first_pred = j.pred;
+  }
+  j.wait_s += now - j.queued_t;
+  j.attempts += 1;
+  j.attempt_peak = 0;
+  j.peak_told = false;
+  j.current = 0;
+  j.blocked_by_memory = j.blocked_by_cpu = false;
+  j.blocked_since = -1;
+  count(Counter::admitted);
+  out.admit.push_back(j.id);
+}
+
+// Admission: longest predicted first among the jobs that fit, jobs that
+// lost work to a kill before everything else; with packing, the first job
+// that cannot start holds a reservation later jobs may not delay (see
+// AdmissionPolicy). Nothing is admitted while the build is under pressure
+// (frozen or dying jobs, or thrashing).
+void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
+  std::vector<GovJob*> queue = by_state(JobState::waiting);
+  any_memory_blocked_ = any_cpu_blocked_ = false;
+  if (queue.empty()) return;
+  std::sort(queue.begin(), queue.end(), [](const GovJob* a, const GovJob* b) {
+    if (a->requeues != b->requeues) return a->requeues > b->requeues;
+    if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
+    return a->id < b->id;
+  });
+
+  bool pressure = thrashing_ || !by_state(JobState::frozen).empty() || !by_state(JobState::killing).empty() ||
+                  view.build_used >= scale(effective_limit(view), cfg_.freeze_frac);
+  Bytes left = headroom(view);
+  int free_slots = cfg_.slots - busy_slots();
+  Bytes starve_reserve = 0;
+  std::optional<Shadow> shadow;
+  bool shadow_tried = cfg_.admission != AdmissionPolicy::packing || pressure;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    GovJob* j = queue[i];
+    Bytes need = std::max(j->pred.peak, j->peak_floor);
+    // A remote job takes a free remote slot of its engine if there is one
+    // (it weighs nothing here then); it gives it back if not admitted.
+    j->remote_slot = j->placement == Placement::remote && remote_free(j->engine) > 0;
+    bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
+    bool fits_mem = !pressure && need <= left - starve_reserve;
+    Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
+    const bool on_cold = cold > 0 && cold <= left - starve_reserve;
+    if (on_cold) {
+      need = cold;
+      fits_mem = true;
+    }
+    // Packing: a job that would delay the reserved one waits as if it did
+    // not fit (for what the reserved one waits for).
+    bool held = fits_cpu && fits_mem && shadow && !shadow->admits(*j, need, now);
+    if (held) fits_mem = false;
+    j->blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
+    j->blocked_by_memory = fits_cpu && !fits_mem && !j->blocked_by_cpu;
+    if (fits_cpu && fits_mem) {
+      if (on_cold) {
+        // Admitted on what its running siblings show: that is its
+        // prediction now (and its reservation), from this build.
+        j->speculative = true;
+        j->pred.peak = cold;
+        j->pred.source = PredictionSource::build;
+        j->pred.confidence = std::min(j->pred.confidence, 0.25);
+      }
+      start(*j, now, out);
+      left -= need;
+      free_slots -= j->weight(cfg_.slots);
+      continue;
+    }
+    j->remote_slot = false;
+    if (!shadow_tried) {
+      // The first job that cannot start: later jobs may not delay it
+      // unless that ends both sooner.
+      shadow_tried = true;
+      shadow = shadow_for(*j, std::max(j->pred.peak, j->peak_floor), left, free_slots, view, now);
+    }
+    if (fits_mem) continue;
+    if (j->blocked_since < 0) j->blocked_since = now;
+    if (j->blocked_by_memory && !j->waited_for_memory) {
+      j->waited_for_memory = true;
+      count(Counter::waited_for_memory);
+    }
+    if (starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
+  }
+  if (!pressure) offload_jobs(queue, left, now, out);
+
+  bool idle = unfrozen_running() == 0 && by_state(JobState::frozen).empty() && by_state(JobState::killing).empty();
+  if (idle && out.admit.empty()) {
+    GovJob* j = queue.front();
+    Bytes need = std::max(j->pred.peak, j->peak_floor);
+    if (need > effective_limit(view)) {
+      count(Counter::ran_alone);
+      event(now, EventKind::alone, j->id,
+            fmt::format("predicted {} exceeds the budget of {}; running it alone", format_bytes(need),
+                        format_bytes(effective_limit(view))));
+    }
+    start(*j, now, out);
+  }
+  for (GovJob* j : queue) {
+    if (j->state != JobState::waiting) continue;
+    any_memory_blocked_ |= j->blocked_by_memory;
+    any_cpu_blocked_ |= j->blocked_by_cpu;
+  }
+}
+
+// The head's reservation: what is free now, and what every running job
+// gives back by its prediction. A job whose duration is unknown gives back
+// nothing (it may run for ever); one that has overrun its prediction is
+// taken to need a tenth of it more. None when the head's moment cannot be
+// told, or it needs more than the whole limit (it will run alone).
+std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
+                                                     const MemoryView& view, double now) const {
+  if (need > effective_limit(view)) return std::nullopt;
+  Shadow sh(head, need, left, free_slots, cfg_.slots, now);
+  for (const auto& [id, r] : jobs_)
+    if (r.state == JobState::running || r.state == JobState::killing) sh.add_running(r, reservation(r, now), now);
+  if (!std::isfinite(sh.head_time())) return std::nullopt;
+  return sh;
+}
+
+Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now)
+    : head_(&head),
+      need_(need),
+      w_(head.weight(slots)),
+      mem_(free_mem),
+      free_slots_(free_slots),
+      slots_(slots),
+      by_cpu_(head.weight(slots) > free_slots),
+      now_(now),
+      head_t_(kNever) {
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+}
+
+void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
+  const Prediction& p = r.pred;
+  if (p.wall_s <= 0) return;
+  std::vector<Release> mine;
+  if (r.state == JobState::running && p.peak_over_frac < 1.0 && p.after_peak > 0) {
+    double past = r.start_t + p.peak_over_frac * p.wall_s;
+    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
+    if (past > now && keep < held) {
+      mine.push_back({past, held - keep, 0});
+      held = keep;
+    }
+  }
+  mine.push_back({std::max(r.start_t + p.wall_s, now + 0.1 * p.wall_s), held, r.weight(slots_)});
+  for (const Release& x : mine)
+    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
+                                      [](double t, const Release& y) { return t < y.t; }),
+                     x);
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+}
+
+void Governor::Shadow::releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out) {
+  if (p.wall_s <= 0) return;  // it may run for ever: gives nothing back
+  Bytes held = need;
+  if (p.peak_over_frac < 1.0 && p.after_peak > 0) {
+    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
+    if (keep < held) {
+      out.push_back({start + p.peak_over_frac * p.wall_s, held - keep, 0});
+      held = keep;
+    }
+  }
+  out.push_back({start + p.wall_s, held, w});
+}
+
+double Governor::Shadow::head_time() const { return head_t_; }
+
+double Governor::Shadow::fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
+                                  int taken_slots) const {
+  Bytes mem = mem_ - taken_mem;
+  int slots = free_slots_ - taken_slots;
+  size_t a = 0, b = 0;  // releases_ and extra (sorted, at most two), merged
+  auto next_t = [&] {
+    double ta = a < releases_.size() ? releases_[a].t : kNever, tb = b < extra.size() ? extra[b].t : kNever;
+    return std::min(ta, tb);
+  };
+  auto take_until = [&](double t) {
+    for (; a < releases_.size() && releases_[a].t <= t; ++a) mem += releases_[a].mem, slots += releases_[a].slots;
+    for (; b < extra.size() && extra[b].t <= t; ++b) mem += extra[b].mem, slots += extra[b].slots;
+  };
+  take_until(from);
+  if (need <= mem && w <= slots) return from;
+  for (double t = next_t(); std::isfinite(t); t = next_t()) {
+    take_until(t);
+    if (need <= mem && w <= slots) return t;
+  }
+  return kNever;
+}
+
+bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
+  const Prediction& p = j.pred;
+  const int w = j.weight(slots_);
+  const double t0 = head_t_;
+  std::vector<Release> mine;
+  releases_of(p, need, w, now, mine);
+  std::sort(mine.begin(), mine.end(), [](const Release& x, const Release& y) { return x.t < y.t; });
+  const double t1 = fit_time(need_, w_, now_, mine, need, w);
+  bool admit = t1 <= t0 + 1e-9;
+  const double head_wall = head_->pred.wall_s;
+  if (!admit && (p.wall_s <= 0 || head_wall <= 0)) admit = true;  // nothing to weigh: do not hold it
+  if (!admit) {
+    // It delays the head. Start it now, or after the head has started
+    // (once the head is past its peak or done)?
+    const double end_now = std::max(t1 + head_wall, now + p.wall_s);
+    std::vector<Release> head;
+    releases_of(head_->pred, need_, w_, t0, head);
+    const double tj = fit_time(need, w, t0, head, need_, w_);
+    const double end_later = std::max(t0 + head_wall, tj + p.wall_s);
+    admit = end_now <= end_later;
+  }
+  if (!admit) return false;
+  mem_ -= need;
+  free_slots_ -= w;
+  for (const Release& x : mine)
+    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
+                                      [](double t, const Release& y) { return t < y.t; }),
+                     x);
+  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
+  return true;
+}
+
+// Jobs still waiting for memory go to the engine while it has slots, each
+// with the reservation of the engine's local side (learned as the engine's
+// key, see remote_key). An offloaded job stays the engine's if it is ever
+// rerun.
+void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out) {
+  if (cfg_.offload_engine.empty() || cfg_.offload_slots <= 0) return;
+  // The engine's remote slots are shared with the jobs the build itself
+  // sends there (CC="distcc gcc" and --offload distcc).
+  int busy = remote_busy(cfg_.offload_engine);
+  for (GovJob* j : queue) {
+    if (busy >= cfg_.offload_slots) return;
+    if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
+        !distributable(j->key))
+      continue;
+    JobKey key = remote_key(j->local_key, cfg_.offload_engine);
+    Prediction pred = predict_(key);
+    if (pred.peak > left) continue;
+    event(now, EventKind::offload, j->id,
+          fmt::format("{} needs {}, more than is free here; sent to {}", j->key.stem,
+                      format_bytes(std::max(j->pred.peak, j->peak_floor)), cfg_.offload_engine));
+    j->key = key;
+    j->pred = pred;
+    j->peak_floor = 0;  // what it needed here is not what its client needs
+    j->placement = Placement::offloaded;
+    j->engine = cfg_.offload_engine;
+    count(Counter::offloaded);
+    start(*j, now, out);
+    left -= pred.peak;
+    ++busy;
+  }
+}
+
+// A build server's jobs must not wait past the client's timeout: those
+// that waited too long are declined, and their clients compile elsewhere.
+void Governor::decline_jobs(double now, Decisions& out) {
+  if (cfg_.decline_after_s <= 0) return;
+  std::vector<JobId> gone;
+  for (auto& [id, j] : jobs_) {
+    if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
+    j.state = JobState::done;
+    j.wait_s += now - j.queued_t;
+    count(Counter::declined);
+    event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queued_t));
+    out.decline.push_back(id);
+    gone.push_back(id);
+  }
+  for (JobId id : gone) retire(id);
+}
+
+// A guess, not a measurement: a default, or an estimate from few jobs of
+// this build or from profiles alone.
+bool Governor::weak_guess(const Prediction& p) {
+  return p.source == PredictionSource::fallback ||
+         ((p.source == PredictionSource::build || p.source == PredictionSource::similar) && p.confidence <= 0.35);
+}
+
+Bytes Governor::cold_need(const GovJob& j, double now) const {
+  if (!weak_guess(j.pred) || j.attempts > 0) return 0;  // a job that was killed knows better
+  double best_w = 0;
+  int in_flight = 0;
+  int confirmed = 0;
+  if (auto it = finished_by_klass_.find(j.key.klass); it != finished_by_klass_.end()) confirmed = it->second;
+  for (const auto& [id, r] : jobs_) {
+    if (id == j.id || r.key.klass != j.key.klass) continue;
+    if (r.state != JobState::running && r.state != JobState::frozen) continue;
+    const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);
+    if (falling) ++confirmed;
+    else if (r.speculative) ++in_flight;
+    if (now - r.start_t < cfg_.live_min_s || r.attempt_peak <= 0) continue;
+    const double margin = falling ? cfg_.live_margin_falling : cfg_.live_margin_rising;
+    best_w = std::max(best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
+  }
+  if (best_w <= 0 || in_flight >= std::max(1, confirmed)) return 0;
+  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(best_w * std::max(1, j.key.cpu_weight))));
+}
+
+}  // namespace memgate

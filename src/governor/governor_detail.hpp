@@ -1,0 +1,23 @@
+// What governor.cpp and governor_admit.cpp share: byte scaling and the
+// margins the reservation rules use. Not part of the governor's interface.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "core/job.hpp"
+
+namespace memgate::governor_detail {
+
+inline Bytes scale(Bytes b, double f) { return static_cast<Bytes>(std::llround(static_cast<double>(b) * f)); }
+
+// A job whose attempt was killed used at least what we saw, and probably
+// more (it was still growing): the next attempt must reserve more.
+constexpr double kRequeueGrowth = 1.25;
+// A job that outgrew its prediction may still be growing.
+constexpr double kOvershootGrowth = 1.2;
+// Margin on what a job past its peak still holds.
+constexpr double kAfterPeakMargin = 1.1;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+}  // namespace memgate::governor_detail
