@@ -47,9 +47,10 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
   if (!cfg_.offload_engine.empty()) counters_[Counter::fell_back] = 0;
 }
 
-JobId Governor::submit(const JobKey& key, double now, const std::string& engine) {
+JobId Governor::submit(const JobKey& key, double now, const std::string& engine, std::int64_t order) {
   GovJob j;
   j.id = next_id_++;
+  j.order = order > 0 ? order : j.id;
   j.local_key = key;
   j.key = key;
   if (!engine.empty()) {

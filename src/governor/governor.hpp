@@ -175,6 +175,7 @@ struct GovJob {
   Bytes observed_peak = 0;   // max over attempts
   int attempts = 0;          // started attempts
   int requeues = 0;          // memgate kills
+  std::int64_t order = 0;    // the build tool's order (see submit), else the id
   double wait_s = 0;
   double frozen_s = 0;
   double frozen_since = -1;
@@ -229,7 +230,11 @@ class Governor {
   // A wrapper asks to run a job. It waits until step() admits it. A job
   // the build's own launcher sends to a distributed engine names it
   // (`engine`, "distcc"): it is learned and predicted as the engine's.
-  JobId submit(const JobKey& key, double now, const std::string& engine = "");
+  // `order`: where the build tool put the job in its own order (the
+  // wrapper's pid: make and ninja fork their jobs in their order); it
+  // breaks ties in admission order, which with nothing known is every tie.
+  // 0: the order of submission.
+  JobId submit(const JobKey& key, double now, const std::string& engine = "", std::int64_t order = 0);
 
   // The periodic decision: admissions and pressure actions. Call it every
   // tick and after anything changed (a submit, an exit).

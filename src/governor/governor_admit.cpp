@@ -33,8 +33,8 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
   out.admit.push_back(j.id);
 }
 
-// Admission: longest predicted first among the jobs that fit, jobs that
-// lost work to a kill before everything else; with packing, the first job
+// Admission: longest predicted first among the jobs that fit (ties in the
+// build tool's order), jobs that lost work to a kill before everything else; with packing, the first job
 // that cannot start holds a reservation later jobs may not delay (see
 // AdmissionPolicy). Nothing is admitted while the build is under pressure
 // (frozen or dying jobs, or thrashing).
@@ -45,6 +45,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   std::sort(queue.begin(), queue.end(), [](const GovJob* a, const GovJob* b) {
     if (a->requeues != b->requeues) return a->requeues > b->requeues;
     if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
+    if (a->order != b->order) return a->order < b->order;
     return a->id < b->id;
   });
 

@@ -125,6 +125,7 @@ class Runner {
   double next_ungated_scan_ = 0;  // also when the confinement is next checked
   MemoryView view_;
   double next_tick_ = 0;
+  bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)
   int known_total_ = 0;  // jobs of the last build of this command, from history
   double last_wall_ = 0;
   // The machine's busy CPU and our tree's CPU when the build started: what

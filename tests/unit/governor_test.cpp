@@ -930,3 +930,24 @@ TEST(ColdAdmission, AJobWellPastItsPeakIsToldOnceAndWaitingJobsAreAskedAgain) {
   f.g().sample(a, 100 * MiB, 400 * MiB, 3);
   EXPECT_EQ(told.size(), 1u) << "once per attempt";
 }
+
+// With nothing to tell jobs apart (a cold build: every prediction a
+// default), they start in the build tool's order (the wrappers' pids), not
+// in the order their wrappers happened to connect.
+TEST(Governor, TiesGoInTheBuildToolsOrder) {
+  Fixture f(8 * GiB, 1);
+  JobKey late, early, plain;
+  late.identity = "small_a";
+  early.identity = "big_a";
+  plain.identity = "no_order";
+  JobId l = f.g().submit(late, 0, "", 4200);
+  JobId e = f.g().submit(early, 0, "", 4100);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{e});
+  f.g().exited(e, ExitKind::finished, 0, 1);
+  ASSERT_EQ(f.g().step(used(0), 1).admit, std::vector<JobId>{l});
+  // Without an order, the order of submission.
+  Fixture g(8 * GiB, 1);
+  JobId first = g.g().submit(plain, 0);
+  g.g().submit(late, 0);
+  EXPECT_EQ(g.g().step(used(0), 0).admit, std::vector<JobId>{first});
+}
