@@ -135,6 +135,11 @@ std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, c
     u.tool = job_tool(u.argv, u.exe);
     if (u.tool.empty()) continue;
     std::string environ = read_file(pid_file(proc_root, p.pid, "environ")).value_or("");
+    // Neither arguments nor environment: its memory is gone, it is exiting
+    // (a compiler sccache's server had just run, seen between its exit and
+    // its zombie state). It says nothing of how it started, and a compiler
+    // with no arguments compiles nothing.
+    if (u.argv.empty() && environ.empty()) continue;
     bool has_job = false;
     if (env_value(environ, "MEMGATE_JOB", &has_job) == kJobProbe && has_job) continue;
     auto facts = platform::inspect_executable(pid_file(proc_root, p.pid, "exe"));
