@@ -8,7 +8,16 @@ memgate_install_deps() {
               python3-torch libtorch-dev pybind11-dev python3-pip python3-wheel python3-setuptools
               python3-packaging python3-psutil hipcc rocm-device-libs
               # The libFuzzer targets (tests/fuzz, ctest -L fuzz, bench/fuzz): clang with its runtimes.
-              clang-14 libclang-rt-14-dev)
+              clang-14 libclang-rt-14-dev
+              # Shell completion (tests/e2e/cli_completion.sh loads the zsh one) and the man page.
+              zsh help2man
+              # Distributed engines and launchers (run_distcc*, run_offload, run_governed_server,
+              # run_icecc, run_sccache, run_nvcc_nested's ccache), Rust (run_cargo).
+              distcc icecc sccache ccache cargo rustc
+              # The cgroup-v2 VM (tests/vm/v2vm.sh): qemu, Debian's kernel, busybox for the guest.
+              qemu-system-x86 linux-image-amd64 busybox-static cpio
+              # scripts/fresh-check builds a Debian root; scripts/package a wheel and a .deb.
+              debootstrap python3-build python3-venv dpkg-dev fakeroot)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
