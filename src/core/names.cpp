@@ -135,6 +135,15 @@ const std::vector<Counter>& all_counters() {
   return all;
 }
 
+const std::vector<EventKind>& all_event_kinds() {
+  static const std::vector<EventKind> all = [] {
+    std::vector<EventKind> v;
+    for (const auto& [k, n] : kEvents) v.push_back(k);
+    return v;
+  }();
+  return all;
+}
+
 std::int64_t get(const Counters& c, Counter which) {
   auto it = c.find(which);
   return it == c.end() ? 0 : it->second;

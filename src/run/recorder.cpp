@@ -104,7 +104,6 @@ BuildRecord Recorder::build_record(const Totals& t) const {
   b.counters = t.counters;
   b.memory = downsample_profile(memory_, kSeriesPoints);
   for (const GovEvent& e : t.events) {
-    if (e.kind == EventKind::overshoot) continue;  // routine: counted, not listed
     auto it = index_of_.find(e.job);
     b.events.push_back(BuildEvent{e.t, e.kind, it == index_of_.end() ? -1 : it->second, e.reason});
   }

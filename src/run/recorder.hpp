@@ -48,7 +48,7 @@ class Recorder {
   std::size_t finished_jobs() const { return jobs_.size(); }
 
   // Everything the build leaves: the governor's counters and events
-  // (routine overshoots left out; job ids become indexes into jobs),
+  // (job ids become indexes into jobs),
   // the server's counters, the memory series and the finished jobs.
   struct Totals {
     double end_unix = 0;

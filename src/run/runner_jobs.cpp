@@ -253,7 +253,7 @@ void Runner::log_new_events() {
   const auto& events = gov_->events();
   for (; events_seen_ < events.size(); ++events_seen_) {
     const GovEvent& e = events[events_seen_];
-    if (e.kind == EventKind::overshoot) continue;  // routine; counted, shown in reports
+    if (e.kind == EventKind::overshoot) continue;  // routine: counted, and drawn in the report
     std::string who;
     if (e.job >= 0) who = fmt::format(" job {} ({})", e.job, gov_->job(e.job).key.identity);
     log::info("{}{}: {}", name(e.kind), who, e.reason);

@@ -58,7 +58,7 @@ TEST(Recorder, RecordTakesPeakTimingFromTheAttemptsProfile) {
   EXPECT_FALSE(r.argv_digest.empty());
 }
 
-TEST(Recorder, BuildRecordMapsEventsToJobsAndLeavesOutOvershoots) {
+TEST(Recorder, BuildRecordMapsEventsToJobsAndKeepsOvershoots) {
   Recorder rec("/src", "make -j8", 1000);
   rec.sample_memory(0.5, 100 * MiB);
   rec.sample_memory(1.5, 900 * MiB);
@@ -83,11 +83,12 @@ TEST(Recorder, BuildRecordMapsEventsToJobsAndLeavesOutOvershoots) {
   EXPECT_EQ(b.peak_bytes, 950 * MiB) << "the cgroup's own peak beats the sampled one";
   EXPECT_EQ(get(b.counters, Counter::frozen), 1);
   ASSERT_EQ(b.jobs.size(), 1u);
-  ASSERT_EQ(b.events.size(), 3u);
-  EXPECT_EQ(b.events[0].kind, EventKind::freeze);
+  ASSERT_EQ(b.events.size(), 4u);
+  EXPECT_EQ(b.events[0].kind, EventKind::overshoot) << "the report shows overshoots (the log does not)";
   EXPECT_EQ(b.events[0].job, 0) << "job ids become indexes into the build's jobs";
-  EXPECT_EQ(b.events[1].job, -1);
-  EXPECT_EQ(b.events[2].job, -1) << "an event of a job that never finished names no job";
+  EXPECT_EQ(b.events[1].kind, EventKind::freeze);
+  EXPECT_EQ(b.events[2].job, -1);
+  EXPECT_EQ(b.events[3].job, -1) << "an event of a job that never finished names no job";
   EXPECT_EQ(b.memory.size(), 3u);
   EXPECT_EQ(rec.peak_used(), 900 * MiB);
 }
