@@ -89,7 +89,8 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
                     Counter::oom_killed_ungated, Counter::ungated})
     if (std::int64_t n = get(b.counters, c); n > 0) acted += fmt::format("{}{} {}", acted.empty() ? "" : ", ", name(c), n);
   if (!acted.empty()) out += fmt::format("  acted     {}\n", acted);
-  // The cost of optimism (issue 13), for builds that recorded it.
+  // The cost of optimism (work frozen and done again), for builds that
+  // recorded it.
   if (b.counters.count(Counter::requeued_cpu_ms))
     out += fmt::format("  cost      {:.1f} job-s frozen, {:.1f} CPU-s requeued, {} retries, {} OOM kills\n",
                        static_cast<double>(get(b.counters, Counter::frozen_ms)) / 1000.0,

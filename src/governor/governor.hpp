@@ -44,8 +44,7 @@ namespace memgate {
 
 using JobId = int;
 
-// Which waiting job admission starts first (issue 13, "packing, not just
-// longest-first"). Both start the longest predicted job that fits, and let
+// Which waiting job admission starts first. Both start the longest predicted job that fits, and let
 // any job that fits start after it while the longest waiting one cannot.
 //   longest_first: any job that fits, in longest-first order (backfill
 //     without looking ahead).

@@ -230,7 +230,7 @@ TEST(Governor, AJobThatOutgrowsItsPredictionReservesMore) {
   EXPECT_EQ(f.g().counters().at(Counter::overshoot), 1);
 }
 
-// Issue 13, packing: R (6 GiB, 100 s) runs in a 10 GiB budget; waiting
+// Packing: R (6 GiB, 100 s) runs in a 10 GiB budget; waiting
 // are L (7 GiB, 300 s), A (4 GiB, 150 s) and H (4 GiB, 20 s). L fits when
 // R ends at 100 s. A fits now but would hold its 4 GiB until 151 s.
 namespace {
@@ -394,7 +394,7 @@ TEST(GovernorPressure, KillsTheNewestJobAndRequeuesItWithMoreMemory) {
   EXPECT_EQ(c.attempt_log.back().outcome, Outcome::requeued);
 }
 
-// Issue 13, the cost of optimism: what freezes and requeues took, in
+// The cost of optimism: what freezes and requeues took, in
 // job-seconds frozen and CPU-seconds of work thrown away.
 TEST(GovernorPressure, CountsTheCostOfOptimism) {
   Pressure f;
@@ -543,7 +543,7 @@ TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
   EXPECT_TRUE(f.g().step(used(0), 2).admit.empty());
 }
 
-// Issue 15: offload and decline.
+// Offload and decline.
 namespace {
 
 GovernorConfig::Offload distcc_offload(int slots) {
@@ -757,7 +757,7 @@ TEST(GovernorDecline, AServerDeclinesAJobThatWaitedTooLong) {
   EXPECT_EQ(f.g().job(a).state, JobState::running);
 }
 
-// Cold admission (issue 13): a job with nothing better than a default may
+// Cold admission: a job with nothing better than a default may
 // start on what running jobs of its klass show; a few at a time.
 namespace {
 
