@@ -93,7 +93,7 @@ std::string points_of(const std::vector<MemSample>& series, const Scale& s, cons
 // The memory plot and its y labels (appended to `labels`, the left column).
 void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, const BuildFacts& f,
                   const std::vector<MemSample>& reserved, const Scale& s) {
-  Bytes most = std::max({f.peak, f.budget, Bytes{1}});
+  Bytes most = std::max({f.peak_bytes, f.budget, Bytes{1}});
   for (const auto& r : reserved) most = std::max(most, r.bytes);
   const int plot_h = kMemHeight - kMemTop - kMemBottom;
   const Bytes step = byte_tick_step(most + most / 20, plot_h, kMinTickPx);
@@ -134,11 +134,11 @@ void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, c
   if (peak != used.end()) {
     // The recorded peak (cgroup high-water mark) may fall between samples:
     // marked at the highest sample's time, at the recorded height.
-    const int cx = s.x(peak->t_s), cy = y(std::max(f.peak, peak->bytes));
+    const int cx = s.x(peak->t_s), cy = y(std::max(f.peak_bytes, peak->bytes));
     const bool right = cx > s.x(s.t_end) - 120;  // label to the left near the end
     fmt::format_to(Out(out), "<circle class=\"pk\" cx=\"{0}\" cy=\"{1}\" r=\"3.5\"><title>peak {2} (highest sample {7} at {3})</title></circle>"
                    "<text class=\"pt\" x=\"{4}\" y=\"{5}\"{6}>peak {2}</text>\n",
-                   cx, cy, format_bytes(std::max(f.peak, peak->bytes)), format_duration(peak->t_s),
+                   cx, cy, format_bytes(std::max(f.peak_bytes, peak->bytes)), format_duration(peak->t_s),
                    right ? cx - 7 : cx + 7, std::max(kMemTop + 8, cy + 3), right ? " text-anchor=\"end\"" : "",
                    format_bytes(peak->bytes));
   }
@@ -250,7 +250,7 @@ std::string legends(const BuildFacts& f, bool reserved) {
   if (reserved) out += " <span class=\"sw reserved\"></span>reserved (predicted peaks of running jobs)";
   else out += " (reserved: no predictions recorded)";
   if (f.budget > 0) out += fmt::format(" <span class=\"sw budget\"></span>budget {}", format_bytes(f.budget));
-  out += fmt::format(" <span class=\"sw pk\"></span>peak {}</p>\n", format_bytes(f.peak));
+  out += fmt::format(" <span class=\"sw pk\"></span>peak {}</p>\n", format_bytes(f.peak_bytes));
   out += "<p class=\"legend\" id=\"peak-legend\">Job peak: ";
   const char* names[] = {"p0", "p1", "p2", "p3"};
   for (int i = 0; i < 4; ++i) {
