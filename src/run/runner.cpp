@@ -194,15 +194,15 @@ bool Runner::load_prior() {
 }
 
 bool Runner::start_server() {
-  auto dir = make_private_dir();
+  auto dir = make_socket_dir();
   if (!dir) {
-    log::error("cannot create a private directory for the socket: {}", dir.error());
+    log::error("{}", dir.error());
     return false;
   }
-  private_dir_ = *dir;
-  auto server = JobServer::listen(private_dir_ + "/sock");
+  socket_dir_.emplace(std::move(*dir));
+  auto server = JobServer::listen(join_path(socket_dir_->path(), "sock"));
   if (!server) {
-    log::error("cannot listen on {}/sock: {}", private_dir_, server.error());
+    log::error("{}", server.error());
     return false;
   }
   server_.emplace(std::move(*server));
@@ -423,7 +423,8 @@ void Runner::finish() {
   }
   cgroups_->remove(abort_signal_ != 0);
   server_.reset();
-  if (!private_dir_.empty()) remove_private_dir(private_dir_);
+  if (socket_dir_)
+    if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
 }
 
 }  // namespace memgate

@@ -101,8 +101,8 @@ class Runner {
   std::string history_path_;
   Predictor predictor_;
   std::unique_ptr<Governor> gov_;
+  std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
-  std::string private_dir_;
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 
