@@ -212,6 +212,12 @@ Result<std::vector<JobProfile>> decode_profiles(std::string_view text, Predictio
 Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  auto profiles = read_profiles_fd(fd, path, origin);
+  ::close(fd);
+  return profiles;
+}
+
+Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path, PredictionSource origin) {
   struct stat st{};
   std::string text;
   std::string err;
@@ -227,7 +233,6 @@ Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, Pred
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxFileBytes) err = "larger than 64 MiB";
   }
-  ::close(fd);
   if (!err.empty()) return Error{fmt::format("cannot read {}: {}", path, err)};
   auto profiles = decode_profiles(text, origin);
   if (!profiles) return Error{fmt::format("{}: {}", path, profiles.error())};

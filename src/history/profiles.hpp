@@ -50,6 +50,8 @@ Result<std::vector<JobProfile>> decode_profiles(std::string_view text, Predictio
 
 // The file, at most 64 MiB, a regular file. Errors name the path.
 Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin);
+// The same from an open file (not closed); `path` names it in errors.
+Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path, PredictionSource origin);
 // Written to a temp file beside it and renamed over, so a reader never
 // sees half a file and a symlink at PATH is replaced, not followed.
 Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles);

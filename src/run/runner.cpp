@@ -2,7 +2,6 @@
 // the job-level work is in runner_jobs.cpp.
 #include "run/runner_impl.hpp"
 
-#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +26,7 @@
 #include "run/build_process.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/trusted_dir.hpp"
 #include "wrap/parts.hpp"
 #include "wrap/shims.hpp"
 
@@ -109,21 +109,27 @@ bool Runner::detect_machine() {
 
 // The priors this copy ships (<parts>/priors/*.json, e.g. flash-attn 2.x
 // kernels), before anything else that may replace them: imported
-// profiles, then --prior. A shipped file that cannot be read is this
-// install's fault, not the user's: a warning, and the run goes on.
+// profiles, then --prior. They are read only from a trusted directory, as
+// the other parts are used (wrap/parts.hpp): whoever could write them
+// would choose what root admits. A shipped file that cannot be read is
+// this install's fault, not the user's: a warning, and the run goes on.
 void Runner::load_shipped_priors() {
   const std::string dir = join_path(find_parts().dir, "priors");
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> files;
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) files.push_back(join_path(dir, name));
+  if (!path_exists(dir)) return;
+  std::string real;
+  auto fd = open_trusted_dir(dir, ::geteuid(), false, 0755, &real);
+  auto names = fd ? list_entries(fd->get(), real) : Result<std::vector<std::string>>(Error{fd.error()});
+  if (!names) {
+    log::warn("shipped priors not used: {}", names.error());
+    degraded_.push_back("shipped priors not used: " + names.error());
+    return;
   }
-  ::closedir(d);
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    auto profiles = read_profiles_file(f, PredictionSource::prior);
+  std::sort(names->begin(), names->end());
+  for (const std::string& name : *names) {
+    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    auto file = open_trusted_file(join_path(real, name), ::geteuid());
+    auto profiles = file ? read_profiles_fd(file->fd.get(), file->path, PredictionSource::prior)
+                         : Result<std::vector<JobProfile>>(Error{file.error()});
     if (!profiles) {
       log::warn("shipped prior not used: {}", profiles.error());
       continue;
@@ -231,6 +237,15 @@ bool Runner::start_server() {
 bool Runner::start_build() {
   Parts parts = find_parts();  // this copy's wrapper, preload library and shim dir
   InjectionInput in;
+  if (auto trusted = trusted_parts(parts, ::geteuid())) {
+    parts = *trusted;
+  } else {
+    in.untrusted_parts = trusted.error();
+    gated_nothing_ = true;
+    log::warn("compilers run ungated: memgate's parts are not safe to hand to the build ({}); install memgate "
+              "where only root (or you) can write",
+              trusted.error());
+  }
   in.env = current_environment();
   in.memgate_exe = parts.wrapper;
   in.socket_path = server_->path();
@@ -238,7 +253,7 @@ bool Runner::start_build() {
   in.command = opt_.command;
   in.preload_lib = parts.preload;
   Interception how = choose_interception(in);
-  if (how.mechanism != Mechanism::preload) {  // the shims only when they are used
+  if (how.mechanism == Mechanism::shims || how.mechanism == Mechanism::preload_and_shims) {  // only when used
     auto shims = ensure_shim_dir(parts.shim_dir, parts.wrapper);
     if (shims) {
       in.shim_dir = *shims;

@@ -122,6 +122,7 @@ class Runner {
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
   UngatedTracker ungated_;  // compilers in the build but in no job
+  bool gated_nothing_ = false;  // memgate's parts could not be handed on: no compiler is gated
   double next_ungated_scan_ = 0;  // also when the confinement is next checked
   MemoryView view_;
   double next_tick_ = 0;
