@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "predict/identity.hpp"
+#include "util/json.hpp"
 #include "util/text.hpp"
 
 namespace memgate {
@@ -25,6 +26,10 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "memgate-profiles";
 constexpr std::size_t kMaxFileBytes = 64u << 20;
+// A profile is 23 values: this is about 90,000 of them, more than any
+// build has compile jobs. The costliest file within it (2 Mi empty
+// objects) takes about 240 MiB to parse, under 4x the file limit.
+constexpr JsonLimits kProfileLimits{16, std::size_t{1} << 21};
 constexpr std::size_t kMaxText = 4096;
 constexpr int kRunsPerProfile = 3;
 
@@ -182,8 +187,9 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
 }
 
 Result<std::vector<JobProfile>> decode_profiles(std::string_view text, PredictionSource origin) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{"not JSON"};
+  auto parsed = parse_json_bounded(text, kProfileLimits);
+  if (!parsed) return Error{parsed.error()};
+  const json& j = *parsed;
   if (!j.is_object() || j.value("format", json()) != kFormat)
     return Error{fmt::format("not a memgate profile file (no \"format\": \"{}\")", kFormat)};
   auto version = j.find("version");
