@@ -71,6 +71,7 @@ double Runner::now() const {
 
 int Runner::run() {
   log::set_quiet(opt_.quiet);
+  guard_ = DeathGuard::start();                       // ends the build if memgate is killed (before the subreaper)
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   if (!open_history()) return 125;                    // predictions and the known total
   if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
@@ -437,6 +438,7 @@ void Runner::finish() {
     publish(b, history_.get(), p);
   }
   cgroups_->remove(abort_signal_ != 0);
+  guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   server_.reset();
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());

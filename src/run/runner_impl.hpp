@@ -17,6 +17,7 @@
 #include "predict/predictor.hpp"
 #include "report/status.hpp"
 #include "run/confinement.hpp"
+#include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
 #include "run/recorder.hpp"
@@ -90,6 +91,7 @@ class Runner {
 
   RunOptions opt_;
   std::chrono::steady_clock::time_point t0_;
+  DeathGuard guard_;
 
   // The machine and the parts.
   Capacity cap_;
