@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job_class.hpp"
+#include "util/atomic_file.hpp"
 #include "util/json.hpp"
 #include "util/text.hpp"
 
@@ -246,26 +247,7 @@ Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path
 }
 
 Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles) {
-  const std::string text = encode_profiles(profiles);
-  std::string tmp = path + ".XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return Error{fmt::format("cannot create a file beside {}: {}", path, std::strerror(errno))};
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = done == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
-  int saved = errno;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok) saved = errno;
-    ::unlink(tmp.c_str());
-    return Error{fmt::format("cannot write {}: {}", path, std::strerror(saved))};
-  }
-  return ok_status();
+  return write_file_atomically(path, encode_profiles(profiles));
 }
 
 }  // namespace memgate

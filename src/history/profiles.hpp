@@ -54,8 +54,9 @@ Result<std::vector<JobProfile>> decode_profiles(std::string_view text, Predictio
 Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin);
 // The same from an open file (not closed); `path` names it in errors.
 Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path, PredictionSource origin);
-// Written to a temp file beside it and renamed over, so a reader never
-// sees half a file and a symlink at PATH is replaced, not followed.
+// Written to a temp file beside it and renamed over
+// (util/atomic_file.hpp), so a reader never sees half a file, a symlink at
+// PATH is replaced, not followed, and a directory others may swap is refused.
 Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles);
 
 }  // namespace memgate

@@ -1,7 +1,6 @@
 #include "util/private_dir.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,21 +16,12 @@ namespace {
 
 constexpr int kNameTries = 64;
 
-// "memgate-" and six letters or digits nobody can guess.
-std::string random_name() {
-  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  unsigned char bytes[6];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
-  std::string name = "memgate-";
-  for (unsigned char b : bytes) name += kChars[b % (sizeof kChars - 1)];
-  return name;
-}
-
 // A new 0700 directory of ours in the verified `base`, opened.
 Result<std::pair<UniqueFd, std::string>> make_in(int base, const std::string& shown) {
   for (int i = 0; i < kNameTries; ++i) {
-    std::string name = random_name();
-    if (name.empty()) return Error{fmt::format("cannot pick a name in {}: no random bytes", shown)};
+    std::string letters = random_letters(6);
+    if (letters.empty()) return Error{fmt::format("cannot pick a name in {}: no random bytes", shown)};
+    std::string name = "memgate-" + letters;
     if (::mkdirat(base, name.c_str(), 0700) != 0) {
       if (errno == EEXIST) continue;
       return Error{fmt::format("cannot create a directory in {}: {}", shown, std::strerror(errno))};
