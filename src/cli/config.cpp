@@ -18,6 +18,7 @@
 #include "util/fs.hpp"
 #include "util/size.hpp"
 #include "util/text.hpp"
+#include "util/trusted_dir.hpp"
 
 namespace memgate {
 
@@ -120,16 +121,18 @@ Result<MachineConfig> parse_config(std::string_view text, const std::string& fil
 
 Result<MachineConfig> load_config(const std::string& path) {
   if (path.empty()) return MachineConfig{};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) return MachineConfig{};
-    return Error{fmt::format("cannot read the config file {}: {}", path, std::strerror(errno))};
-  }
   struct stat st;
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return MachineConfig{};
+  // A config sets where root's history goes: one that someone else can
+  // write (their XDG_CONFIG_HOME, a group-writable file) is not read at all.
+  auto file = open_trusted_file(path, ::geteuid());
+  if (!file)
+    return Error{fmt::format("refusing the config file {}: {} (memgate reads a config only if the file and every "
+                             "directory above it belong to root or to you and nobody else can write them)",
+                             path, file.error())};
+  const int fd = file->fd.get();
   std::string text;
   std::string failure;
-  if (::fstat(fd, &st) != 0) failure = std::strerror(errno);
-  else if (!S_ISREG(st.st_mode)) failure = "not a regular file";
   char buf[8192];
   while (failure.empty()) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -140,7 +143,6 @@ Result<MachineConfig> load_config(const std::string& path) {
     if (text.size() > kMaxConfigBytes)
       failure = fmt::format("larger than {} KiB, which no memgate config is", kMaxConfigBytes / 1024);
   }
-  ::close(fd);
   if (!failure.empty()) return Error{fmt::format("cannot read the config file {}: {}", path, failure)};
   return parse_config(text, path);
 }

@@ -41,7 +41,10 @@ std::string config_path();
 Result<MachineConfig> parse_config(std::string_view text, const std::string& file);
 
 // A missing file is an empty config; anything else that cannot be read,
-// is not a regular file or is larger than kMaxConfigBytes is an error.
+// is not a regular file or is larger than kMaxConfigBytes is an error, and
+// so is a file that is not trusted (util/trusted_dir.hpp: it and every
+// directory above it owned by root or the effective user, and writable by
+// nobody else): read as root, it would let its writer choose root's files.
 Result<MachineConfig> load_config(const std::string& path);
 
 // The config of this process: cli_main loads it once before any

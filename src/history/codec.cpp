@@ -7,15 +7,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.hpp"
+
 namespace memgate::codec {
 namespace {
 
 using nlohmann::json;
 
+// The stored lists are 2 deep; a long build's memory series has a few
+// hundred thousand numbers. A damaged column beyond either is not worth
+// gigabytes of parse tree (at most about 240 MiB within these).
+constexpr JsonLimits kStoredLimits{8, std::size_t{1} << 21};
+
 // nullopt-free parsing: anything unparsable is an empty value.
 json parse_or_null(const std::string& text) {
   if (text.empty()) return json();
-  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = parse_json_bounded(text, kStoredLimits);
+  return j ? std::move(*j) : json();
 }
 
 // A stored number as T, if it is one and T can hold it. nlohmann's get<T>

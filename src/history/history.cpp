@@ -18,6 +18,7 @@
 #include "history/sqlite_history.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/trusted_dir.hpp"
 
 namespace memgate {
 namespace {
@@ -106,6 +107,21 @@ std::optional<std::string> move_aside(const std::string& path, const FileId& see
   return dest;
 }
 
+// The history is written, a damaged one moved aside and side files made
+// beside it, all by path (SQLite knows no other way), often as root: safe
+// only in a directory nobody else can write (util/trusted_dir.hpp).
+Status check_trusted(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  if (dir[0] != '/') dir = join_path(current_dir(), dir);
+  auto fd = open_trusted_dir(dir, ::geteuid());
+  if (!fd)
+    return Error{fmt::format("cannot use history database {}: {} (memgate keeps a history only where nobody but "
+                             "root or you can write)",
+                             path, fd.error())};
+  return ok_status();
+}
+
 }  // namespace
 
 std::string History::default_path() {
@@ -148,6 +164,7 @@ Status History::check_location(const std::string& path) {
 Result<std::unique_ptr<History>> History::open(const std::string& path, int busy_timeout_ms) {
   if (auto s = check_location(path); !s) return Error{s.error()};
   if (path == default_path()) make_parent_dirs(path);
+  if (auto s = check_trusted(path); !s) return Error{s.error()};
   for (int attempt = 0;; ++attempt) {
     const FileId seen = file_id(path);
     OpenAttempt a = try_open(path, busy_timeout_ms);

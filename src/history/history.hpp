@@ -33,7 +33,10 @@ class History {
   // only for the default path (check_location). A corrupt file is renamed
   // to PATH.corrupt-<time> with a warning and a fresh one is created.
   // Errors when no usable database can be had at all (the caller then
-  // runs without history) or the location is refused.
+  // runs without history) or the location is refused, which includes a
+  // directory that is not trusted (util/trusted_dir.hpp: anyone but root
+  // or the user could write it or one above it), since everything done
+  // there is done by path, often as root.
   static Result<std::unique_ptr<History>> open(const std::string& path);
   // The same with another lock wait than the default 10 s (tests; tools
   // that would rather skip history than wait).

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job_class.hpp"
+#include "util/atomic_file.hpp"
+#include "util/json.hpp"
 #include "util/text.hpp"
 
 namespace memgate {
@@ -25,6 +27,10 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "memgate-profiles";
 constexpr std::size_t kMaxFileBytes = 64u << 20;
+// A profile is 23 values: this is about 90,000 of them, more than any
+// build has compile jobs. The costliest file within it (2 Mi empty
+// objects) takes about 240 MiB to parse, under 4x the file limit.
+constexpr JsonLimits kProfileLimits{16, std::size_t{1} << 21};
 constexpr std::size_t kMaxText = 4096;
 constexpr int kRunsPerProfile = 3;
 
@@ -182,8 +188,9 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
 }
 
 Result<std::vector<JobProfile>> decode_profiles(std::string_view text, PredictionSource origin) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{"not JSON"};
+  auto parsed = parse_json_bounded(text, kProfileLimits);
+  if (!parsed) return Error{parsed.error()};
+  const json& j = *parsed;
   if (!j.is_object() || j.value("format", json()) != kFormat)
     return Error{fmt::format("not a memgate profile file (no \"format\": \"{}\")", kFormat)};
   auto version = j.find("version");
@@ -212,6 +219,12 @@ Result<std::vector<JobProfile>> decode_profiles(std::string_view text, Predictio
 Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Error{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  auto profiles = read_profiles_fd(fd, path, origin);
+  ::close(fd);
+  return profiles;
+}
+
+Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path, PredictionSource origin) {
   struct stat st{};
   std::string text;
   std::string err;
@@ -227,7 +240,6 @@ Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, Pred
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxFileBytes) err = "larger than 64 MiB";
   }
-  ::close(fd);
   if (!err.empty()) return Error{fmt::format("cannot read {}: {}", path, err)};
   auto profiles = decode_profiles(text, origin);
   if (!profiles) return Error{fmt::format("{}: {}", path, profiles.error())};
@@ -235,26 +247,7 @@ Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, Pred
 }
 
 Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles) {
-  const std::string text = encode_profiles(profiles);
-  std::string tmp = path + ".XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return Error{fmt::format("cannot create a file beside {}: {}", path, std::strerror(errno))};
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = done == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
-  int saved = errno;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok) saved = errno;
-    ::unlink(tmp.c_str());
-    return Error{fmt::format("cannot write {}: {}", path, std::strerror(saved))};
-  }
-  return ok_status();
+  return write_file_atomically(path, encode_profiles(profiles));
 }
 
 }  // namespace memgate

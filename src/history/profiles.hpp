@@ -48,10 +48,15 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles);
 // `origin` is what the profiles count as once read (imported or prior).
 Result<std::vector<JobProfile>> decode_profiles(std::string_view text, PredictionSource origin);
 
-// The file, at most 64 MiB, a regular file. Errors name the path.
+// The file, at most 64 MiB, a regular file. Errors name the path. Its
+// JSON may nest at most 16 deep and hold at most 2 Mi values, checked
+// before a parse tree is built (util/json.hpp).
 Result<std::vector<JobProfile>> read_profiles_file(const std::string& path, PredictionSource origin);
-// Written to a temp file beside it and renamed over, so a reader never
-// sees half a file and a symlink at PATH is replaced, not followed.
+// The same from an open file (not closed); `path` names it in errors.
+Result<std::vector<JobProfile>> read_profiles_fd(int fd, const std::string& path, PredictionSource origin);
+// Written to a temp file beside it and renamed over
+// (util/atomic_file.hpp), so a reader never sees half a file, a symlink at
+// PATH is replaced, not followed, and a directory others may swap is refused.
 Status write_profiles_file(const std::string& path, const std::vector<JobProfile>& profiles);
 
 }  // namespace memgate

@@ -1,6 +1,5 @@
 #include "run/job_server.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -17,7 +16,6 @@
 
 #include <fmt/core.h>
 
-#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -93,10 +91,7 @@ JobServer& JobServer::operator=(JobServer&&) noexcept = default;
 JobServer::~JobServer() {
   if (!s_) return;
   for (auto& [id, c] : s_->conns) ::close(c.fd);
-  if (s_->listen_fd >= 0) {
-    ::close(s_->listen_fd);
-    ::unlink(s_->path.c_str());
-  }
+  if (s_->listen_fd >= 0) ::close(s_->listen_fd);
 }
 
 Result<JobServer> JobServer::listen(const std::string& socket_path) {
@@ -309,47 +304,29 @@ std::size_t JobServer::max_connections() const { return s_->max_conns; }
 const ServerCounters& JobServer::counters() const { return s_->counters; }
 const std::string& JobServer::path() const { return s_->path; }
 
-Result<std::string> make_private_dir() {
+Result<PrivateDir> make_socket_dir() {
   std::vector<std::string> bases;
+  std::vector<std::string> named;  // "VAR=value", for the warning
   for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
     const char* v = std::getenv(var);
-    if (v && v[0] == '/') bases.emplace_back(v);
+    if (v && v[0] == '/') {
+      bases.emplace_back(v);
+      named.push_back(fmt::format("{}={}", var, v));
+    }
   }
   bases.emplace_back("/tmp");
-  // Room for "/memgate.sock.warned" and friends inside sun_path's 108 bytes.
+  bases.emplace_back("/run");
+  // Room for "/sock.warned" and friends inside sun_path's 108 bytes.
   constexpr std::size_t kMaxDirLen = sizeof(sockaddr_un::sun_path) - 32;
-  std::string last_error = "no candidate directory";
-  for (const auto& base : bases) {
-    std::string tmpl = join_path(base, "memgate-XXXXXX");
-    if (tmpl.size() > kMaxDirLen) {
-      last_error = fmt::format("{} is too long a path for a socket", base);
-      continue;
-    }
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) {
-      last_error = fmt::format("cannot create a directory in {}: {}", base, std::strerror(errno));
-      continue;
-    }
-    std::string dir(buf.data());
-    ::chmod(dir.c_str(), 0700);  // mkdtemp already does; say it for readers
-    return dir;
-  }
-  return Error{last_error};
-}
-
-Status remove_private_dir(const std::string& dir) {
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      ::unlink(join_path(dir, name).c_str());
-    }
-    ::closedir(d);
-  }
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
-    return Error{fmt::format("cannot remove {}: {}", dir, std::strerror(errno))};
-  return ok_status();
+  std::vector<std::string> skipped;
+  auto dir = PrivateDir::create(bases, kMaxDirLen, &skipped);
+  if (!dir) return Error{fmt::format("no safe directory for the socket ({})", dir.error())};
+  // A base the user named (environment) and memgate passed over is worth
+  // a line: a shared TMPDIR is a mistake on a machine run as root.
+  for (std::size_t i = 0; i < skipped.size() && i < named.size(); ++i)
+    log::warn("not putting the socket under {}: {}; using {}", named[i], skipped[i],
+              dir->path().substr(0, dir->path().find_last_of('/')));
+  return dir;
 }
 
 }  // namespace memgate

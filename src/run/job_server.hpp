@@ -16,7 +16,8 @@
 // Security: memgate often runs as root on shared machines, so a peer whose uid differs from ours is closed
 // at accept and counted; a malformed, oversized or truncated frame drops
 // that one connection, is logged once and counted, and the server carries
-// on. The socket should live in a private 0700 directory (make_private_dir).
+// on. The socket lives in a private 0700 directory (util/private_dir.hpp),
+// which also removes it: nobody else can reach or swap anything there.
 #pragma once
 
 #include <poll.h>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "util/private_dir.hpp"
 #include "util/result.hpp"
 #include "wrap/protocol.hpp"
 
@@ -52,7 +54,7 @@ class JobServer {
 
   JobServer(JobServer&&) noexcept;
   JobServer& operator=(JobServer&&) noexcept;
-  ~JobServer();  // closes everything and unlinks the socket
+  ~JobServer();  // closes everything; the socket file is its directory's to remove
 
   // A whole message arrived on a connection.
   std::function<void(ConnId, const Message&)> on_message;
@@ -102,11 +104,13 @@ class JobServer {
   std::unique_ptr<State> s_;
 };
 
-// A fresh 0700 directory for the socket: under $XDG_RUNTIME_DIR, else
-// $TMPDIR, else /tmp (skipping any candidate too long for a socket path or
-// not writable).
-Result<std::string> make_private_dir();
-// Removes the files directly inside `dir` (socket, markers), then `dir`.
-Status remove_private_dir(const std::string& dir);
+// A fresh private directory for the socket: under $XDG_RUNTIME_DIR, else
+// $TMPDIR, else /tmp, else /run, the first that is trusted all the way up
+// (a sticky /tmp is; a TMPDIR another user can write is not, and is
+// passed over with a warning) and short enough for a socket path. The
+// abstract socket namespace is not used: any local user can bind any name
+// in it, and builds in a network namespace of their own (sandboxes,
+// `unshare -n`) could not reach it.
+Result<PrivateDir> make_socket_dir();
 
 }  // namespace memgate

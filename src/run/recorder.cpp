@@ -16,6 +16,7 @@
 #include "predict/profile.hpp"
 #include "report/files.hpp"
 #include "report/summary.hpp"
+#include "util/atomic_file.hpp"
 #include "util/log.hpp"
 
 namespace memgate {

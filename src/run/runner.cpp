@@ -2,7 +2,6 @@
 // the job-level work is in runner_jobs.cpp.
 #include "run/runner_impl.hpp"
 
-#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +26,7 @@
 #include "run/build_process.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
+#include "util/trusted_dir.hpp"
 #include "wrap/parts.hpp"
 #include "wrap/shims.hpp"
 
@@ -71,6 +71,7 @@ double Runner::now() const {
 
 int Runner::run() {
   log::set_quiet(opt_.quiet);
+  guard_ = DeathGuard::start();                       // ends the build if memgate is killed (before the subreaper)
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   if (!open_history()) return 125;                    // predictions and the known total
   if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
@@ -109,21 +110,27 @@ bool Runner::detect_machine() {
 
 // The priors this copy ships (<parts>/priors/*.json, e.g. flash-attn 2.x
 // kernels), before anything else that may replace them: imported
-// profiles, then --prior. A shipped file that cannot be read is this
-// install's fault, not the user's: a warning, and the run goes on.
+// profiles, then --prior. They are read only from a trusted directory, as
+// the other parts are used (wrap/parts.hpp): whoever could write them
+// would choose what root admits. A shipped file that cannot be read is
+// this install's fault, not the user's: a warning, and the run goes on.
 void Runner::load_shipped_priors() {
   const std::string dir = join_path(find_parts().dir, "priors");
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> files;
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) files.push_back(join_path(dir, name));
+  if (!path_exists(dir)) return;
+  std::string real;
+  auto fd = open_trusted_dir(dir, ::geteuid(), false, 0755, &real);
+  auto names = fd ? list_entries(fd->get(), real) : Result<std::vector<std::string>>(Error{fd.error()});
+  if (!names) {
+    log::warn("shipped priors not used: {}", names.error());
+    degraded_.push_back("shipped priors not used: " + names.error());
+    return;
   }
-  ::closedir(d);
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    auto profiles = read_profiles_file(f, PredictionSource::prior);
+  std::sort(names->begin(), names->end());
+  for (const std::string& name : *names) {
+    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    auto file = open_trusted_file(join_path(real, name), ::geteuid());
+    auto profiles = file ? read_profiles_fd(file->fd.get(), file->path, PredictionSource::prior)
+                         : Result<std::vector<JobProfile>>(Error{file.error()});
     if (!profiles) {
       log::warn("shipped prior not used: {}", profiles.error());
       continue;
@@ -181,15 +188,15 @@ bool Runner::load_prior() {
 }
 
 bool Runner::start_server() {
-  auto dir = make_private_dir();
+  auto dir = make_socket_dir();
   if (!dir) {
-    log::error("cannot create a private directory for the socket: {}", dir.error());
+    log::error("{}", dir.error());
     return false;
   }
-  private_dir_ = *dir;
-  auto server = JobServer::listen(private_dir_ + "/sock");
+  socket_dir_.emplace(std::move(*dir));
+  auto server = JobServer::listen(join_path(socket_dir_->path(), "sock"));
   if (!server) {
-    log::error("cannot listen on {}/sock: {}", private_dir_, server.error());
+    log::error("{}", server.error());
     return false;
   }
   server_.emplace(std::move(*server));
@@ -226,6 +233,15 @@ bool Runner::start_server() {
 bool Runner::start_build() {
   Parts parts = find_parts();  // this copy's wrapper, preload library and shim dir
   InjectionInput in;
+  if (auto trusted = trusted_parts(parts, ::geteuid())) {
+    parts = *trusted;
+  } else {
+    in.untrusted_parts = trusted.error();
+    gated_nothing_ = true;
+    log::warn("compilers run ungated: memgate's parts are not safe to hand to the build ({}); install memgate "
+              "where only root (or you) can write",
+              trusted.error());
+  }
   in.env = current_environment();
   in.memgate_exe = parts.wrapper;
   in.socket_path = server_->path();
@@ -233,7 +249,7 @@ bool Runner::start_build() {
   in.command = opt_.command;
   in.preload_lib = parts.preload;
   Interception how = choose_interception(in);
-  if (how.mechanism != Mechanism::preload) {  // the shims only when they are used
+  if (how.mechanism == Mechanism::shims || how.mechanism == Mechanism::preload_and_shims) {  // only when used
     auto shims = ensure_shim_dir(parts.shim_dir, parts.wrapper);
     if (shims) {
       in.shim_dir = *shims;
@@ -417,8 +433,10 @@ void Runner::finish() {
     publish(b, history_.get(), p);
   }
   cgroups_->remove(abort_signal_ != 0);
+  guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   server_.reset();
-  if (!private_dir_.empty()) remove_private_dir(private_dir_);
+  if (socket_dir_)
+    if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
 }
 
 }  // namespace memgate

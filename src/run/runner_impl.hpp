@@ -17,6 +17,7 @@
 #include "predict/predictor.hpp"
 #include "report/status.hpp"
 #include "run/confinement.hpp"
+#include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
 #include "run/recorder.hpp"
@@ -89,6 +90,7 @@ class Runner {
 
   RunOptions opt_;
   std::chrono::steady_clock::time_point t0_;
+  DeathGuard guard_;
 
   // The machine and the parts.
   Capacity cap_;
@@ -100,8 +102,8 @@ class Runner {
   std::string history_path_;
   Predictor predictor_;
   std::unique_ptr<Governor> gov_;
+  std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
-  std::string private_dir_;
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 
@@ -121,6 +123,7 @@ class Runner {
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
   UngatedTracker ungated_;  // compilers in the build but in no job
+  bool gated_nothing_ = false;  // memgate's parts could not be handed on: no compiler is gated
   double next_ungated_scan_ = 0;  // also when the confinement is next checked
   MemoryView view_;
   double next_tick_ = 0;

@@ -225,7 +225,10 @@ void Runner::scan_ungated(double t) {
   std::vector<pid_t> in_jobs;
   for (const auto& [conn, job] : live_)
     for (pid_t p : job.exec->tree()) in_jobs.push_back(p);
-  ungated_.observe(find_ungated(build, in_jobs), t);
+  auto found = find_ungated(build, in_jobs);
+  if (gated_nothing_)
+    for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
+  ungated_.observe(found, t);
 }
 
 void Runner::tick() {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,14 @@ std::string join_path(std::string_view a, std::string_view b) {
   if (out.empty() || out.back() != '/') out += '/';
   out += b;
   return out;
+}
+
+std::string random_letters(std::size_t n) {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string bytes(n, '\0');
+  if (::getrandom(bytes.data(), n, 0) != static_cast<ssize_t>(n)) return "";
+  for (char& c : bytes) c = kChars[static_cast<unsigned char>(c) % (sizeof kChars - 1)];
+  return bytes;
 }
 
 std::string current_dir() {

@@ -1,6 +1,7 @@
 // Small filesystem helpers that return values instead of throwing.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,10 @@ bool path_exists(const std::string& path);
 
 // The working directory, or "." if it cannot be had (deleted under us).
 std::string current_dir();
+
+// `n` letters and digits nobody can guess (getrandom), for file names;
+// "" if the kernel gives no random bytes.
+std::string random_letters(std::size_t n);
 
 // Join with a single '/'.
 std::string join_path(std::string_view a, std::string_view b);

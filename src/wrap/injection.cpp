@@ -248,6 +248,7 @@ void inject_shims(const InjectionInput& in, std::map<std::string, std::string>& 
 }  // namespace
 
 Interception choose_interception(const InjectionInput& in) {
+  if (!in.untrusted_parts.empty()) return {Mechanism::none, "", in.untrusted_parts};
   if (flag_set(in.env, "MEMGATE_NO_PRELOAD")) return {Mechanism::shims, "", "MEMGATE_NO_PRELOAD is set"};
   std::string lib = in.preload_lib ? *in.preload_lib : find_parts().preload;
   if (lib.empty()) return {Mechanism::shims, "", fmt::format("this memgate has no {}", kPreloadName)};
@@ -269,6 +270,7 @@ Interception choose_interception(const InjectionInput& in) {
 std::string interception_note(const Interception& i, bool have_shim_dir) {
   switch (i.mechanism) {
     case Mechanism::preload: return "";
+    case Mechanism::none: return fmt::format("compilers not gated: memgate's parts are not safe to use ({})", i.reason);
     case Mechanism::shims:
       if (!have_shim_dir) return fmt::format("compilers not gated: {}, and there is no usable shim directory", i.reason);
       return fmt::format("compilers gated by PATH shims only ({})", i.reason);
@@ -286,12 +288,13 @@ std::map<std::string, std::string> injection_env(const InjectionInput& in) {
   Interception how = choose_interception(in);
   out["MEMGATE_SOCKET"] = in.socket_path;
   if (in.env.count("MEMGATE_JOB")) out["MEMGATE_JOB"] = "";
-  if (how.mechanism != Mechanism::shims) {
+  const bool preloading = how.mechanism == Mechanism::preload || how.mechanism == Mechanism::preload_and_shims;
+  const bool shims = how.mechanism == Mechanism::shims || how.mechanism == Mechanism::preload_and_shims;
+  if (preloading) {
     out["LD_PRELOAD"] = preload_value(how.preload_lib, get(in.env, "LD_PRELOAD"));
     std::string launchers = launcher_names(in.env);
     if (!launchers.empty()) out["MEMGATE_LAUNCHERS"] = launchers;
-  }
-  if (how.mechanism == Mechanism::shims) {
+  } else {
     // No preloading means none: a library an outer `memgate run` put in
     // LD_PRELOAD goes too.
     bool had = false;
@@ -302,7 +305,7 @@ std::map<std::string, std::string> injection_env(const InjectionInput& in) {
       out["LD_PRELOAD"] = value;  // "" unsets it
     }
   }
-  if (how.mechanism != Mechanism::preload) inject_shims(in, out);
+  if (shims) inject_shims(in, out);
   if (get(in.env, "MAX_JOBS").empty()) {
     long slots = std::max(1, in.slots);
     out["MAX_JOBS"] = std::to_string(std::min(256L, std::max(8L, 2 * slots)));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "util/fs.hpp"
+#include "util/trusted_dir.hpp"
 
 #ifndef MEMGATE_PARTS_FROM_BINDIR
 #define MEMGATE_PARTS_FROM_BINDIR "../libexec/memgate"
@@ -65,6 +66,21 @@ Parts find_parts() {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   });
+}
+
+Result<Parts> trusted_parts(const Parts& p, uid_t uid) {
+  Parts out = p;
+  if (auto dir = open_trusted_dir(p.dir, uid, false, 0755, &out.dir); !dir) return Error{dir.error()};
+  out.shim_dir = join_path(out.dir, "shims");
+  auto wrapper = open_trusted_file(p.wrapper, uid);
+  if (!wrapper) return Error{wrapper.error()};
+  out.wrapper = wrapper->path;
+  if (!p.preload.empty()) {
+    auto lib = open_trusted_file(p.preload, uid);
+    if (!lib) return Error{lib.error()};
+    out.preload = lib->path;
+  }
+  return out;
 }
 
 }  // namespace memgate

@@ -8,10 +8,20 @@
 //
 // (The install's parts directory is set at configure time:
 // CMAKE_INSTALL_LIBEXECDIR/memgate relative to CMAKE_INSTALL_BINDIR.)
+//
+// memgate run hands these parts to the build: the library goes into
+// LD_PRELOAD and is loaded by every compiler, the wrapper is run for every
+// job, often as root, long after memgate started. So they are used only
+// when trusted_parts() passes: checked once at start, which is enough only
+// because the rule leaves nobody else able to swap them later.
 #pragma once
+
+#include <sys/types.h>
 
 #include <functional>
 #include <string>
+
+#include "util/result.hpp"
 
 namespace memgate {
 
@@ -32,5 +42,14 @@ Parts find_parts_for(const std::string& self, const std::function<bool(const std
 
 // The parts of the running binary.
 Parts find_parts();
+
+// `p` with every path resolved, if memgate may hand its parts to a build
+// run as `uid`: the parts directory passes open_trusted_dir (it and every
+// directory above it owned by root or `uid`; none writable by group or
+// others unless sticky, the parts directory not at all), and so do the
+// wrapper and the preload library as files (regular, owned by root or
+// `uid`, writable by nobody else; a symlink is checked where it leads).
+// Else why not, naming the path that failed.
+Result<Parts> trusted_parts(const Parts& p, uid_t uid);
 
 }  // namespace memgate

@@ -11,14 +11,18 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "util/json.hpp"
+
 namespace memgate {
 namespace {
 
 using json = nlohmann::json;
 
-// Deeper nesting than any real message has is rejected before parsing, so
-// a hostile peer cannot make the parser or the destructor recurse deeply.
-constexpr int kMaxDepth = 16;
+// Deeper nesting than any real message has is rejected before a value is
+// built (util/json.hpp), so a hostile peer cannot make the parser or the
+// destructor recurse deeply. No frame can hold more values than half its
+// bytes ("0,"), so that limit only says so.
+constexpr JsonLimits kWireLimits{16, kMaxFrame / 2};
 // One argv element longer than this is cut in a request (it still fits
 // any real path or flag; only giant -D values lose their tail).
 constexpr std::size_t kMaxArgBytes = 64 * 1024;
@@ -26,24 +30,6 @@ constexpr std::string_view kClosed = "closed by peer";
 
 std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-bool too_deep(std::string_view s) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return true;
-    } else if (c == '}' || c == ']') --depth;
-  }
-  return false;
 }
 
 json to_json(const Message& m) {
@@ -273,11 +259,10 @@ std::string encode_frame(const Message& m) {
 }
 
 Result<Message> decode_payload(std::string_view payload) {
-  if (too_deep(payload)) return Error{"JSON nested too deeply"};
-  json j = json::parse(payload.begin(), payload.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{"not valid JSON"};
-  if (!j.is_object()) return Error{"not a JSON object"};
-  return decode_object(j);
+  auto j = parse_json_bounded(payload, kWireLimits);
+  if (!j) return Error{j.error()};
+  if (!j->is_object()) return Error{"not a JSON object"};
+  return decode_object(*j);
 }
 
 Result<std::uint32_t> decode_length(const unsigned char header[4]) {

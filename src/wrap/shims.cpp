@@ -1,7 +1,6 @@
 // The fallback shim directory: names, marker, creation and checks.
 #include "wrap/shims.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,23 +40,6 @@ bool is_our_temp(std::string_view name) {
 }
 
 std::string temp_name(std::string_view name) { return fmt::format(".{}.{}.tmp", name, ::getpid()); }
-
-// The directory's entries other than "." and "..", read through its fd.
-Result<std::vector<std::string>> list_entries(int dirfd, const std::string& dir) {
-  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
-  if (!d) {
-    if (fd >= 0) ::close(fd);
-    return Error{fmt::format("cannot list {}: {}", dir, std::strerror(errno))};
-  }
-  std::vector<std::string> out;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") out.emplace_back(n);
-  }
-  ::closedir(d);
-  return out;
-}
 
 Status check_entries(int dirfd, const std::string& dir) {
   auto entries = list_entries(dirfd, dir);

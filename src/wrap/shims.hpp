@@ -75,12 +75,16 @@ struct InjectionInput {
   // The preload library. nullopt: this copy's (find_parts().preload);
   // "": there is none.
   std::optional<std::string> preload_lib;
+  // Why this copy's parts may not be handed to the build (trusted_parts
+  // failed), "" when they may: then nothing of memgate's goes in.
+  std::string untrusted_parts;
 };
 
 enum class Mechanism {
   preload,            // LD_PRELOAD only: nothing in PATH, CC or CMake's variables
   shims,              // the fallback PATH shims and variables, no LD_PRELOAD
   preload_and_shims,  // both: the build command itself cannot be preloaded
+  none,               // nothing: memgate's parts are not safe to hand on; compilers run ungated
 };
 
 struct Interception {
@@ -90,6 +94,7 @@ struct Interception {
 };
 
 // Which mechanism this run uses, and why:
+// - untrusted_parts set: none;
 // - MEMGATE_NO_PRELOAD=1 in env, no preload library in this copy, or a
 //   library path LD_PRELOAD cannot carry (a space or a colon): shims;
 // - a build command (resolved in env's PATH; a script's "#!" interpreter

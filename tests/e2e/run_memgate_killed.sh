@@ -2,7 +2,9 @@
 # Issue 12: memgate SIGKILLed mid-build while one job is frozen and others
 # run. Within 10 s no process of the build is left stopped or frozen, and
 # the build has ended (the build gets SIGTERM as memgate's death signal; a
-# wrapper that loses its socket thaws its own job and lets it finish). Then
+# wrapper that loses its socket thaws its own job; memgate's guard,
+# src/run/guard.hpp, thaws and ends what is left and removes the cgroups,
+# as it does when the whole process group dies: run_group_killed). Then
 # the next `memgate run -- true` (and `memgate doctor --kill-stale`) leaves
 # no memgate-<pid> cgroup of the dead pid in the memory or freezer
 # hierarchy. (tests/vm/cases/killed.sh is the same on cgroup v2.)

@@ -3,6 +3,8 @@
 #include "cli/config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <optional>
@@ -102,9 +104,59 @@ TEST(Config, AMissingFileIsAnEmptyConfigAndABigOneIsAnError) {
   auto b = load_config(d / "big");
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error(), "cannot read the config file " + d / "big" + ": larger than 64 KiB, which no memgate config is");
-  auto dir = load_config(d.path());
+  ASSERT_EQ(::mkdir((d / "dir").c_str(), 0755), 0);
+  auto dir = load_config(d / "dir");
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.error().find("not a regular file"), std::string::npos) << dir.error();
+}
+
+// Read as root, a config someone else can write chooses root's files (its
+// history = may name any file, which a run then moves aside and replaces).
+// It is refused whole, before a byte is parsed.
+TEST(Config, OneSomebodyElseCanWriteIsRefusedUnread) {
+  TempDir d("config");
+  const std::string refusal = "refusing the config file ";
+  ASSERT_TRUE(write_file(d / "config", "this line would be a parse error\n", true).ok());
+  ASSERT_EQ(::chmod((d / "config").c_str(), 0664), 0);
+  auto group = load_config(d / "config");
+  ASSERT_FALSE(group.ok());
+  EXPECT_EQ(group.error().rfind(refusal + d / "config: " + d / "config: it is writable by group or others", 0), 0u)
+      << group.error();
+  ASSERT_EQ(::chmod((d / "config").c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(d.path().c_str(), 0777), 0);
+  auto open_dir = load_config(d / "config");
+  ASSERT_FALSE(open_dir.ok());
+  EXPECT_NE(open_dir.error().find(d.path() + ": it is writable by group or others"), std::string::npos)
+      << open_dir.error();
+  ASSERT_EQ(::chmod(d.path().c_str(), 0700), 0);
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files away";
+  ASSERT_EQ(::chown((d / "config").c_str(), 65534, 65534), 0);
+  auto theirs = load_config(d / "config");
+  ASSERT_FALSE(theirs.ok());
+  EXPECT_NE(theirs.error().find("it is owned by uid 65534, neither root nor uid 0"), std::string::npos)
+      << theirs.error();
+}
+
+TEST(Config, OneInAnotherUsersDirectoryIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files away";
+  TempDir d("config");
+  ASSERT_EQ(::mkdir((d / "theirs").c_str(), 0755), 0);
+  ASSERT_TRUE(write_file(d / "theirs/config", "jobs = 2\n", true).ok());
+  ASSERT_EQ(::chown((d / "theirs").c_str(), 65534, 65534), 0);
+  auto c = load_config(d / "theirs/config");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find(d / "theirs: it is owned by uid 65534"), std::string::npos) << c.error();
+}
+
+TEST(Config, ASymlinkToATrustedFileIsRead) {
+  TempDir d("config");
+  ASSERT_TRUE(write_file(d / "dotfiles-config", "jobs = 4\n", true).ok());
+  ASSERT_EQ(::symlink((d / "dotfiles-config").c_str(), (d / "config").c_str()), 0);
+  auto c = load_config(d / "config");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->jobs, 4);
+  ASSERT_EQ(::symlink((d / "gone").c_str(), (d / "dangling").c_str()), 0);
+  EXPECT_TRUE(load_config(d / "dangling").ok()) << "a dangling link is no file";
 }
 
 TEST(Config, LivesUnderXdgConfigHomeElseTheHomeDirectory) {

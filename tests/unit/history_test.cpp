@@ -1,6 +1,7 @@
 #include "history/history.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sqlite3.h>
@@ -504,6 +505,21 @@ TEST_F(HistoryTest, UnusablePathIsAnError) {
   auto h = History::open(path_);
   EXPECT_FALSE(h.ok());
   EXPECT_TRUE(fs::is_directory(path_));
+}
+
+// Everything done to the history is done by path, often as root: a
+// directory another user can write (and swap the database, its WAL or a
+// moved-aside copy in) is refused before anything is opened there.
+TEST_F(HistoryTest, ADirectoryOthersCanWriteIsRefused) {
+  ASSERT_EQ(::chmod(dir_.c_str(), 01777), 0);
+  auto h = History::open(path_);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error(), "cannot use history database " + path_ + ": " + dir_ +
+                           ": it is writable by group or others (memgate keeps a history only where nobody but root "
+                           "or you can write)");
+  EXPECT_FALSE(fs::exists(path_)) << "nothing was created there";
+  ASSERT_EQ(::chmod(dir_.c_str(), 0700), 0);
+  EXPECT_TRUE(open());
 }
 
 // Two processes save many builds into one file at the same time.

@@ -215,6 +215,23 @@ TEST(Injection, NoPreloadFallsBackToShimsAndSaysWhy) {
   EXPECT_EQ(value(injection_env(input({{"PATH", "/usr/bin"}})), "LD_PRELOAD"), "<absent>");
 }
 
+// memgate's parts are not safe to hand on (wrap/parts.hpp, trusted_parts):
+// nothing of memgate's goes into the build, not even launcher variables
+// naming its wrapper, and an outer run's library leaves LD_PRELOAD too.
+TEST(Injection, UntrustedPartsMeanNothingIsInjected) {
+  auto in = preload_input({{"PATH", "/usr/bin"}, {"LD_PRELOAD", "/x/libmemgate-preload.so"}});
+  in.untrusted_parts = "/opt/mg/libexec/memgate: it is writable by group or others";
+  auto how = choose_interception(in);
+  EXPECT_EQ(how.mechanism, Mechanism::none);
+  EXPECT_EQ(interception_note(how, false),
+            "compilers not gated: memgate's parts are not safe to use (/opt/mg/libexec/memgate: it is writable by "
+            "group or others)");
+  auto out = injection_env(in);
+  for (const char* var : {"PATH", "CC", "CXX", "PYTORCH_NVCC", "CMAKE_CXX_COMPILER_LAUNCHER", "MEMGATE_LAUNCHERS"})
+    EXPECT_EQ(value(out, var), "<absent>") << var;
+  EXPECT_EQ(value(out, "LD_PRELOAD"), "");
+}
+
 TEST(Injection, NoLibraryOrAPathLdPreloadCannotCarryMeansShims) {
   auto none = choose_interception(input({}));
   EXPECT_EQ(none.mechanism, Mechanism::shims);

@@ -5,7 +5,7 @@
 # to v2 there. So this boots Debian's own kernel (/boot/vmlinuz-*) under
 # qemu with TCG (no KVM needed) and cgroup2 only (cgroup_no_v1=all), from an
 # initramfs built here: memgate, memgate-wrap, libmemgate-preload.so and memjob from BUILD_DIR,
-# make, bash, flock and setpriv with the shared libraries ldd finds, and
+# make, bash, flock, setpriv and timeout with the shared libraries ldd finds, and
 # busybox-static for everything else. The guest's /init (tests/vm/init)
 # runs the cases in tests/vm/cases/ and prints one line per case on the
 # serial console:
@@ -33,7 +33,7 @@ qemu=$(command -v qemu-system-x86_64) || skip "no qemu-system-x86_64 (Debian: ap
 kernel=${MEMGATE_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1 || true)}
 [ -n "$kernel" ] && [ -r "$kernel" ] || skip "no readable kernel in /boot (Debian: apt-get install linux-image-amd64)"
 busybox=$(command -v busybox) || skip "no busybox (Debian: apt-get install busybox-static)"
-for tool in cpio ldd strip make bash flock setpriv; do
+for tool in cpio ldd strip make bash flock setpriv timeout; do
   command -v "$tool" >/dev/null || skip "no $tool on this machine to put in the VM"
 done
 for bin in memgate memgate-wrap memjob libmemgate-preload.so; do
@@ -42,7 +42,7 @@ done
 
 mem=${MEMGATE_VM_MEM:-1024}
 limit_s=${MEMGATE_VM_TIMEOUT:-900}
-cases=${MEMGATE_VM_CASES:-doctor budget surprise freeze abort killed nonleaf delegated nondelegated neighbour}
+cases=${MEMGATE_VM_CASES:-doctor budget surprise freeze abort killed group_killed nonleaf delegated nondelegated neighbour}
 # Cases that wait on work elsewhere: reported as XFAIL instead of failing
 # the run, and an XPASS fails it, so the list is kept honest. Empty now:
 # "killed" passes since issue 12 (a wrapper whose governor died thaws its
@@ -85,6 +85,9 @@ build_root() {
   copy_bin "$(command -v make)" /usr/bin/make
   copy_bin "$(command -v flock)" /usr/bin/flock
   copy_bin "$(command -v setpriv)" /usr/bin/setpriv
+  # coreutils' timeout, as CI runners use it: it kills its whole process
+  # group (busybox's kills only the program); init's cases run under it too.
+  copy_bin "$(command -v timeout)" /usr/bin/timeout
   # memgate finds its wrapper and preload library next to itself, as in a
   # build tree (src/wrap/parts.hpp); without the library it would fall back
   # to PATH shims and say so on the degraded line.
