@@ -34,8 +34,15 @@ memgate_install_deps() {
   fi
 }
 
+# Builds through ccache, keyed by paths relative to the tree and not by the
+# build directory (CCACHE_BASEDIR, CCACHE_NOHASHDIR): a second build of the
+# same tree elsewhere, such as tests/e2e/install_build.sh's, is cache hits.
 memgate_build() {
-  local root=$1 build=$2
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMGATE_WERROR=ON >/dev/null &&
+  local root=$1 build=$2 launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache"
+              "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache")
+  fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMGATE_WERROR=ON "${launcher[@]}" >/dev/null &&
     cmake --build "$build"
 }
