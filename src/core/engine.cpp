@@ -3,6 +3,8 @@
 #include <array>
 #include <string>
 
+#include "core/job_class.hpp"
+
 namespace memgate {
 namespace {
 
@@ -16,19 +18,6 @@ std::string_view last_component(std::string_view path) {
 bool is_remote_engine(std::string_view program) {
   std::string_view base = last_component(program);
   return base == "distcc" || base == "icecc" || base == "pump";
-}
-
-JobKey remote_key(JobKey key, std::string_view engine) {
-  if (engine.empty() || is_remote_klass(key.klass)) return key;
-  std::string prefix = std::string(engine) + ">";
-  key.identity = prefix + key.identity;
-  key.klass = prefix + key.klass;
-  return key;
-}
-
-bool is_remote_klass(std::string_view klass) {
-  auto gt = klass.find('>');
-  return gt != std::string_view::npos && gt < klass.find(':');
 }
 
 int distcc_remote_slots(std::string_view hosts) {
@@ -59,7 +48,8 @@ bool distributable(const JobKey& key) {
   constexpr std::array<std::string_view, 6> kCFamily = {"cc", "c++", "gcc", "g++", "clang", "clang++"};
   bool c_family = false;
   for (auto t : kCFamily) c_family |= key.tool == t;
-  return c_family && std::string_view(key.klass).substr(0, key.tool.size() + 8) == key.tool + ":compile";
+  const JobClass klass = parse_job_class(key.klass);
+  return c_family && !klass.remote() && klass.tool == key.tool && klass.is_compile();
 }
 
 namespace {

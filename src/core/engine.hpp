@@ -16,12 +16,6 @@ namespace memgate {
 // locally.
 bool is_remote_engine(std::string_view program);
 
-// The key of a job run through `engine`. Its local side (the launcher and
-// the preprocessor) is a different job from the local compile, so it is
-// learned and predicted apart: "distcc>" in front of identity and klass.
-JobKey remote_key(JobKey key, std::string_view engine);
-bool is_remote_klass(std::string_view klass);
-
 // Whether an engine can take the job: a C or C++ compile. Links, nvcc,
 // hipcc and rustc stay local.
 bool distributable(const JobKey& key);

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "core/job_class.hpp"
 #include "plan/jobs_csv.hpp"
 #include "predict/gpu_arch.hpp"
 
@@ -236,12 +237,6 @@ std::string env_or(const BuildEnv& e, const std::string& name, const std::string
   return it == e.env.end() || it->second.empty() ? fallback : it->second;
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 Bytes quantile_of(std::vector<Bytes> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -252,7 +247,7 @@ Bytes quantile_of(std::vector<Bytes> v, double q) {
 // that klass (scaled from their CPU weight), else the measurements.
 std::vector<Bytes> expected_peaks(const BuildEnv& e, const std::vector<std::string>& targets, int threads,
                                   int pipelines, std::string* source) {
-  const std::string klass = "nvcc:compile[" + join(targets, ",") + "]";
+  const std::string klass = JobClass{"", "nvcc", "compile", targets}.str();
   std::vector<Bytes> peaks;
   for (const JobRecord& j : e.history_nvcc) {
     if (j.key.klass != klass || j.peak_bytes <= 0 || j.exit_status != 0) continue;

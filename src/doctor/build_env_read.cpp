@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/job_class.hpp"
 #include "doctor/build_env.hpp"
 #include "doctor/command.hpp"
 #include "history/history.hpp"
@@ -180,7 +181,8 @@ void read_history(const BuildEnvSources& src, BuildEnv& e) {
   auto h = History::open(src.history_path, 1000);
   if (!h) return;
   for (JobRecord& j : (*h)->jobs_for_prediction(50)) {
-    if (j.key.tool == "nvcc" && j.key.klass.rfind("nvcc:compile", 0) == 0) e.history_nvcc.push_back(std::move(j));
+    const JobClass klass = parse_job_class(j.key.klass);
+    if (klass.tool == "nvcc" && klass.is_compile() && !klass.remote()) e.history_nvcc.push_back(std::move(j));
   }
 }
 

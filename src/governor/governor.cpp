@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/engine.hpp"
+#include "core/job_class.hpp"
 #include "governor/governor_detail.hpp"
 #include "util/size.hpp"
 
@@ -54,7 +54,7 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine,
   j.local_key = key;
   j.key = key;
   if (!engine.empty()) {
-    j.key = remote_key(key, engine);
+    j.key = with_engine(key, engine);
     j.placement = Placement::remote;
     j.engine = engine;
     count(Counter::remote);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/engine.hpp"
+#include "core/job_class.hpp"
 #include "governor/governor.hpp"
 #include "governor/governor_detail.hpp"
 #include "util/size.hpp"
@@ -245,7 +246,7 @@ bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
 
 // Jobs still waiting for memory go to the engine while it has slots, each
 // with the reservation of the engine's local side (learned as the engine's
-// key, see remote_key). An offloaded job stays the engine's if it is ever
+// key, see with_engine). An offloaded job stays the engine's if it is ever
 // rerun.
 void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out) {
   if (cfg_.offload_engine.empty() || cfg_.offload_slots <= 0) return;
@@ -257,7 +258,7 @@ void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now
     if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
         !distributable(j->key))
       continue;
-    JobKey key = remote_key(j->local_key, cfg_.offload_engine);
+    JobKey key = with_engine(j->local_key, cfg_.offload_engine);
     Prediction pred = predict_(key);
     if (pred.peak > left) continue;
     event(now, EventKind::offload, j->id,

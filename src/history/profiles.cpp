@@ -15,7 +15,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "predict/identity.hpp"
+#include "core/job_class.hpp"
 #include "util/text.hpp"
 
 namespace memgate {

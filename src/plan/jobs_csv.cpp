@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/job_class.hpp"
 #include "plan/flash_attn.hpp"
 #include "util/fs.hpp"
 #include "util/text.hpp"
@@ -204,6 +205,10 @@ std::vector<ProfilePoint> single_profile(const MeasuredRow& m) {
   return synthesize_profile(m.peak, at, at + hold, static_cast<Bytes>(std::clamp(level, 0.0, peak)));
 }
 
+// A table's jobs are told apart by how many targets they compile, not
+// which: the measurements are per target.
+JobClass nvcc_class(int targets) { return JobClass{"", "nvcc", "compile", {fmt::format("{} targets", targets)}}; }
+
 }  // namespace
 
 PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape) {
@@ -211,11 +216,7 @@ PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccSha
   int n = std::min(std::max(1, shape.threads), k);
   PlanJob job;
   job.name = file;
-  job.key.tool = "nvcc";
-  job.key.identity = fmt::format("nvcc:compile:{}[{} targets]", file, k);
-  job.key.klass = fmt::format("nvcc:compile[{} targets]", k);
-  job.key.stem = file;
-  job.key.cpu_weight = n;
+  job.key = make_job_key(JobIdentity{nvcc_class(k), file, "", ""}, file, n);
   job.threads = n;
   job.cpu_s = base.cpu_s * k;
   // A clean single-target job computes nearly all of its wall time; keep
@@ -232,12 +233,10 @@ PlanJob measured_job(const MeasuredRow& row) {
   int n = std::min(std::max(1, row.nvcc_threads), k);
   PlanJob job;
   job.name = fmt::format("{} ({}, --threads {})", row.file, row.targets, row.nvcc_threads);
-  job.key.tool = "nvcc";
-  job.key.identity = fmt::format("nvcc:compile:{}[{},t{}]{}", row.file, row.targets, row.nvcc_threads,
-                                 row.contended ? "" : " clean");
-  job.key.klass = fmt::format("nvcc:compile[{} targets]", k);
-  job.key.stem = row.file;
-  job.key.cpu_weight = n;
+  // The tag tells the rows of one file apart: its targets, its threads,
+  // and whether it was measured alone.
+  std::string tag = fmt::format("{}-t{}{}", row.targets, row.nvcc_threads, row.contended ? "" : "-clean");
+  job.key = make_job_key(JobIdentity{nvcc_class(k), row.file, "", tag}, row.file, n);
   job.threads = n;
   job.cpu_s = row.cpu_s;
   int rounds = (k + n - 1) / n;

@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/job_class.hpp"
 #include "plan/recorded.hpp"
 #include "predict/predictor.hpp"
 
@@ -91,20 +92,11 @@ std::string tool_for_output(std::string_view output) {
   return "other";
 }
 
-std::string identity_output(std::string_view identity) {
-  size_t arrow = identity.find("->");
-  if (arrow == std::string_view::npos) return "";
-  std::string_view out = identity.substr(arrow + 2);
-  size_t bracket = out.rfind('[');
-  if (bracket != std::string_view::npos && out.ends_with(']')) out = out.substr(0, bracket);
-  return std::string(out);
-}
-
 std::vector<PlanJob> jobs_from_ninja_log(const std::vector<NinjaEdge>& edges, const std::vector<JobRecord>& history,
                                          int cores, int* matched, int* waits_removed) {
   std::map<std::string, const JobRecord*> by_output;
   for (const JobRecord& j : history) {
-    std::string out = identity_output(j.key.identity);
+    std::string out = parse_job_identity(j.key.identity).output;
     if (!out.empty()) by_output[out] = &j;
   }
   // The log becomes a recorded build, so its times get the same
@@ -142,7 +134,7 @@ std::vector<PlanJob> jobs_from_ninja_log(const std::vector<NinjaEdge>& edges, co
       for (const MemSample& s : h->profile) j.profile.push_back({s.t_s * wall / h_wall, s.bytes});
     } else {
       j.key.tool = tool_for_output(e.outputs.front());
-      j.key.identity = fmt::format("{}->{}", j.key.tool, e.outputs.front());
+      j.key.identity = JobIdentity{JobClass{"", j.key.tool, "", {}}, "", e.outputs.front(), ""}.str();
       Prediction d = default_prediction(j.key);
       j.cpu_s = j.key.tool == "other" ? 0 : wall;
       j.peak_bytes = d.peak;

@@ -40,10 +40,6 @@ Result<std::vector<NinjaEdge>> parse_ninja_log(std::string_view text);
 // "nvcc", "c++", "ld" or "other".
 std::string tool_for_output(std::string_view output);
 
-// The output part of an identity ("c++:compile:src/a.cpp->obj/a.o" ->
-// "obj/a.o"), "" if it has none.
-std::string identity_output(std::string_view identity);
-
 // `history` oldest first (History::jobs_for_prediction); the newest
 // record of an output wins. `cores`: where the log was written.
 // `matched`: edges found in history; `waits_removed`: edges whose time

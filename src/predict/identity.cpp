@@ -347,34 +347,22 @@ std::string stem_of_source(const std::string& src) {
   return name;
 }
 
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-
 void fill_key(CommandInfo& info, const Scan& s, const std::vector<std::string>& argv, const std::string& cwd) {
-  const std::string& tool = info.key.tool;
-  std::string arch_part = info.archs.empty() ? "" : "[" + join(info.archs, ",") + "]";
-  std::string src = s.sources.empty() ? "" : source_key(s.sources.front(), cwd);
-  if (s.sources.size() > 1) src += fmt::format("+{}", s.sources.size() - 1);
-  std::string out = output_key(s.output, cwd);
-  if (out.empty() && !s.crate_name.empty()) out = "crate " + s.crate_name;
+  JobIdentity id;
+  id.klass.tool = info.key.tool;
+  id.klass.mode = info.mode;
+  id.klass.targets = info.archs;
+  if (!s.sources.empty()) id.source = source_key(s.sources.front(), cwd);
+  if (s.sources.size() > 1) id.source += fmt::format("+{}", s.sources.size() - 1);
+  id.output = output_key(s.output, cwd);
+  if (id.output.empty() && !s.crate_name.empty()) id.output = "crate " + s.crate_name;
+  if (id.source.empty() && id.output.empty()) id.tag = argv_digest(argv);
 
-  std::string id = tool + ":" + info.mode;
-  if (!src.empty()) id += ":" + src;
-  if (!out.empty()) id += "->" + out;
-  if (src.empty() && out.empty()) id += "#" + argv_digest(argv);
-  info.key.identity = id + arch_part;
-  info.key.klass = tool + ":" + info.mode + arch_part;
-
-  if (!s.crate_name.empty()) info.key.stem = s.crate_name;
-  else if (!s.sources.empty()) info.key.stem = stem_of_source(s.sources.front());
-  else if (!s.output.empty()) info.key.stem = stem_of_output(s.output);
-  else info.key.stem = tool;
+  std::string stem = info.key.tool;
+  if (!s.crate_name.empty()) stem = s.crate_name;
+  else if (!s.sources.empty()) stem = stem_of_source(s.sources.front());
+  else if (!s.output.empty()) stem = stem_of_output(s.output);
+  info.key = make_job_key(id, std::move(stem), info.key.cpu_weight);
 }
 
 std::vector<std::string> split_ws(std::string_view s) {
@@ -411,15 +399,6 @@ std::string normalize_tool_name(std::string_view program) {
   return base;
 }
 
-std::string klass_family(std::string_view klass) {
-  return std::string(klass.substr(0, klass.find('[')));
-}
-
-bool is_probe_klass(std::string_view klass) {
-  std::string family = klass_family(klass);
-  return family.size() >= 6 && family.compare(family.size() - 6, 6, ":probe") == 0;
-}
-
 bool is_version_query(const std::vector<std::string>& argv) {
   if (argv.empty()) return false;
   const size_t first = program_index(argv) + 1;
@@ -437,11 +416,8 @@ bool is_version_query(const std::vector<std::string>& argv) {
 CommandInfo analyze_command(const std::vector<std::string>& argv, const std::string& cwd) {
   CommandInfo info;
   if (argv.empty()) {
-    info.key.tool = "unknown";
     info.mode = "link";
-    info.key.identity = "unknown:link#empty";
-    info.key.klass = "unknown:link";
-    info.key.stem = "unknown";
+    info.key = make_job_key(JobIdentity{JobClass{"", "unknown", info.mode, {}}, "", "", "empty"}, "unknown");
     return info;
   }
   size_t prog = program_index(argv);

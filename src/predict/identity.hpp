@@ -1,9 +1,9 @@
 // What a compiler command line says about the job it starts: the tool, a
 // stable identity, its class for online learning, and its CPU weight.
 //
-// How an identity is made (it is shown in reports, so it stays readable):
+// How an identity is made from a command line (its stored form, and the
+// class's, are core/job_class.hpp's: TOOL:MODE[:SOURCE][->OUTPUT][[ARCH,...]]):
 //
-//   TOOL:MODE[:SOURCE][->OUTPUT][[ARCH,...]]
 //   nvcc:compile:src/flash_fwd_hdim128_fp16_sm80.cu->csrc/flash_attn/src/flash_fwd_hdim128_fp16_sm80.o[sm_80]
 //   c++:compile:src/a.cpp->CMakeFiles/app.dir/src/a.cpp.o
 //   c++:link->app
@@ -42,10 +42,9 @@
 //   pip-build-env-* (any pip-*); tmpXXXXXXXX and .tmpXXXXXX (Python, uv);
 //   tmp.XXXXXXXXXX (mktemp); tmpxft_* (nvcc); ccache/sccache tmp dirs.
 // - A command with neither source nor output is identified by its argv
-//   digest instead: TOOL:MODE#DIGEST.
+//   digest instead (the identity's tag): TOOL:MODE#DIGEST.
 //
-// klass is TOOL:MODE plus the arch list ("nvcc:compile[sm_80,sm_90]"); the
-// part before '[' is the job's family (same tool and mode, any arch).
+// klass is TOOL:MODE plus the arch list ("nvcc:compile[sm_80,sm_90]").
 #pragma once
 
 #include <string>
@@ -53,6 +52,7 @@
 #include <vector>
 
 #include "core/job.hpp"
+#include "core/job_class.hpp"
 
 namespace memgate {
 
@@ -91,12 +91,6 @@ std::vector<std::string> with_hip_env_targets(const std::vector<std::string>& ar
 // Exposed for tests and for the report: the basename with version and
 // target-triple decorations removed ("x86_64-linux-gnu-g++-12" -> "g++").
 std::string normalize_tool_name(std::string_view program);
-
-// The family of a klass: the part before the arch list.
-std::string klass_family(std::string_view klass);
-
-// A klass of probes (TOOL:probe): never learned into class statistics.
-bool is_probe_klass(std::string_view klass);
 
 // A version or configuration query (`-v` alone, `-vV`, `-V`, `--version`,
 // `-dumpversion`, `-dumpmachine`, `-print-*`, `--print*`, `--help`):

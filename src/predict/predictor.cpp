@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/engine.hpp"
-#include "predict/identity.hpp"
+#include "core/job_class.hpp"
 
 namespace memgate {
 namespace {
@@ -155,9 +155,10 @@ struct Predictor::Node {
 Prediction default_prediction(const JobKey& key) {
   Prediction p;
   Bytes per_weight = default_peak_per_weight(key.tool);
-  if (key.klass.find(":link") != std::string::npos) per_weight = std::max(per_weight, 1 * GiB);
+  const JobClass klass = parse_job_class(key.klass);
+  if (klass.is_link()) per_weight = std::max(per_weight, 1 * GiB);
   p.peak = per_weight * std::max(1, key.cpu_weight);
-  if (is_remote_klass(key.klass)) p.peak = kRemoteDefaultPeak;  // only the engine's local side runs here
+  if (klass.remote()) p.peak = kRemoteDefaultPeak;  // only the engine's local side runs here
   p.peak_over_frac = 1.0;
   p.confidence = 0;
   p.source = PredictionSource::fallback;

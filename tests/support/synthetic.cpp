@@ -8,6 +8,8 @@
 #include <queue>
 #include <random>
 
+#include "core/job_class.hpp"
+
 namespace memgate {
 namespace {
 
@@ -26,14 +28,13 @@ struct Slots {
 
 JobKey make_key(int i, std::mt19937& rng) {
   static const char* tools[] = {"nvcc", "g++", "cc", "clang++"};
-  JobKey key;
-  key.tool = tools[std::uniform_int_distribution<int>(0, 3)(rng)];
-  key.stem = fmt::format("kernel_{}_hdim{}.cu", i, 32 << (i % 4));
+  const char* tool = tools[std::uniform_int_distribution<int>(0, 3)(rng)];
+  std::string stem = fmt::format("kernel_{}_hdim{}.cu", i, 32 << (i % 4));
   // Some identities carry characters that must be escaped in HTML and JSON.
   const char* odd = i % 37 == 0 ? "<tmpl&\"x\">/" : "";
-  key.identity = fmt::format("{}:build/temp.linux-x86_64-cpython-311/csrc/{}{}.o", key.tool, odd, key.stem);
-  key.klass = key.tool + ":sm_80";
-  return key;
+  JobIdentity id{JobClass{"", tool, "compile", {"sm_80"}}, fmt::format("csrc/{}{}", odd, stem),
+                 fmt::format("build/temp.linux-x86_64-cpython-311/csrc/{}{}.o", odd, stem), ""};
+  return make_job_key(id, stem);
 }
 
 // A profile that rises to the peak 10-30% of the way in and falls to a

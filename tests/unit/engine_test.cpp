@@ -1,5 +1,5 @@
-// Distributed engines (core/engine.hpp): which jobs they take, how their
-// keys differ, and how many jobs distcc may have out.
+// Distributed engines (core/engine.hpp): which jobs they take and how
+// many jobs distcc may have out.
 #include "core/engine.hpp"
 
 #include <gtest/gtest.h>
@@ -25,17 +25,6 @@ TEST(Engine, DistccAndIceccAreRemoteEnginesSccacheIsNot) {
   EXPECT_FALSE(is_remote_engine("sccache"));
   EXPECT_FALSE(is_remote_engine("ccache"));
   EXPECT_FALSE(is_remote_engine("gcc"));
-}
-
-TEST(Engine, RemoteKeyIsLearnedApartFromTheLocalCompile) {
-  JobKey local = key("g++", "g++:compile");
-  JobKey remote = remote_key(local, "distcc");
-  EXPECT_EQ(remote.identity, "distcc>g++:compile#out.o");
-  EXPECT_EQ(remote.klass, "distcc>g++:compile");
-  EXPECT_TRUE(is_remote_klass(remote.klass));
-  EXPECT_FALSE(is_remote_klass(local.klass));
-  EXPECT_EQ(remote_key(remote, "distcc").identity, remote.identity);  // never twice
-  EXPECT_EQ(remote_key(local, "").identity, local.identity);
 }
 
 TEST(Engine, OnlyCFamilyCompilesAreDistributable) {

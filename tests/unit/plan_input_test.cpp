@@ -181,9 +181,6 @@ TEST(PlanNinjaLog, GuessesTheToolFromTheOutput) {
   EXPECT_EQ(tool_for_output("lib/libx.so"), "ld");
   EXPECT_EQ(tool_for_output("lib/libx.so.1.2"), "ld");
   EXPECT_EQ(tool_for_output("gen/version.h"), "other");
-  EXPECT_EQ(identity_output("c++:compile:src/a.cpp->obj/a.o"), "obj/a.o");
-  EXPECT_EQ(identity_output("nvcc:compile:src/k.cu->obj/k.cu.o[sm_80,sm_90]"), "obj/k.cu.o");
-  EXPECT_EQ(identity_output("c++:link#abc"), "");
 }
 
 TEST(PlanNinjaLog, TakesMemoryFromHistoryByOutputAndDefaultsOtherwise) {
