@@ -4,6 +4,7 @@
 #include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "core/capacity.hpp"
+#include "engine/engine.hpp"
 #include "run/runner.hpp"
 #include "util/log.hpp"
 #include "util/size.hpp"
@@ -63,7 +64,7 @@ void add_run_command(CLI::App& app, int* status) {
                 "record the build in history even if it gated no compiler job (such builds are left out)");
   cmd->add_option("--offload", opt->offload, "send compiles waiting for local memory to this distributed engine instead")
       ->type_name("ENGINE")
-      ->check(CLI::IsMember({"distcc", "icecc", "sccache"}));
+      ->check(CLI::IsMember(engine_names()));
   cmd->add_option("--offload-jobs", opt->offload_jobs,
                   "at most N offloaded jobs at once (default: distcc's remote slots in DISTCC_HOSTS, else 4 per CPU slot)")
       ->type_name("N")

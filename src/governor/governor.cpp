@@ -42,9 +42,9 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
                     Counter::frozen_ms, Counter::requeued_cpu_ms})
     counters_[c] = 0;
-  if (!cfg_.offload_engine.empty()) counters_[Counter::offloaded] = 0;
+  if (!cfg_.offload.engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
-  if (!cfg_.offload_engine.empty()) counters_[Counter::fell_back] = 0;
+  if (!cfg_.offload.engine.empty()) counters_[Counter::fell_back] = 0;
 }
 
 JobId Governor::submit(const JobKey& key, double now, const std::string& engine, std::int64_t order) {

@@ -95,13 +95,15 @@ struct GovernorConfig {
   // Machine-wide stalls count once build + outside use this much of
   // capacity - reserve.
   double psi_machine_full_frac = 0.88;
-  // Offload (issue 15, --offload): a compile an engine can take that waits
-  // for local memory is sent to `offload_engine` instead, at most
-  // `offload_slots` at once ("" or 0: never). Its local side (the engine's
-  // client and the preprocessor) still needs a reservation here, but no
-  // CPU slot: it runs on the engine's machines.
-  std::string offload_engine;
-  int offload_slots = 0;
+  // Offload (--offload): a compile the engine takes that waits for local
+  // memory is sent to it instead. Its local side (the engine's client and
+  // the preprocessor) still needs a reservation here, but no CPU slot: it
+  // runs on the engine's machines.
+  struct Offload {
+    std::string engine;  // "": never
+    int slots = 0;       // at most this many at once (0: never)
+    std::function<bool(const JobKey&)> takes;  // which jobs the engine can take (engine/engine.hpp)
+  } offload;
   // Remote capacity: how many compiles each engine can run on other
   // machines at once (distcc: the /LIMITs of DISTCC_HOSTS without
   // localhost). A job the build's own launcher hands to an engine with a

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/engine.hpp"
 #include "core/job_class.hpp"
 #include "governor/governor.hpp"
 #include "governor/governor_detail.hpp"
@@ -249,26 +248,26 @@ bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
 // key, see with_engine). An offloaded job stays the engine's if it is ever
 // rerun.
 void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out) {
-  if (cfg_.offload_engine.empty() || cfg_.offload_slots <= 0) return;
+  if (cfg_.offload.engine.empty() || cfg_.offload.slots <= 0) return;
   // The engine's remote slots are shared with the jobs the build itself
   // sends there (CC="distcc gcc" and --offload distcc).
-  int busy = remote_busy(cfg_.offload_engine);
+  int busy = remote_busy(cfg_.offload.engine);
   for (GovJob* j : queue) {
-    if (busy >= cfg_.offload_slots) return;
+    if (busy >= cfg_.offload.slots) return;
     if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
-        !distributable(j->key))
+        !cfg_.offload.takes || !cfg_.offload.takes(j->key))
       continue;
-    JobKey key = with_engine(j->local_key, cfg_.offload_engine);
+    JobKey key = with_engine(j->local_key, cfg_.offload.engine);
     Prediction pred = predict_(key);
     if (pred.peak > left) continue;
     event(now, EventKind::offload, j->id,
           fmt::format("{} needs {}, more than is free here; sent to {}", j->key.stem,
-                      format_bytes(std::max(j->pred.peak, j->peak_floor)), cfg_.offload_engine));
+                      format_bytes(std::max(j->pred.peak, j->peak_floor)), cfg_.offload.engine));
     j->key = key;
     j->pred = pred;
     j->peak_floor = 0;  // what it needed here is not what its client needs
     j->placement = Placement::offloaded;
-    j->engine = cfg_.offload_engine;
+    j->engine = cfg_.offload.engine;
     count(Counter::offloaded);
     start(*j, now, out);
     left -= pred.peak;

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <set>
 
-#include "core/engine.hpp"
 #include "core/job_class.hpp"
 
 namespace memgate {

@@ -48,6 +48,7 @@
 //   rustc                                            2 GiB
 //   anything else                                    1 GiB
 //   any link job (klass ":link") at least            1 GiB
+//   a remote job's local side ("ENGINE>" classes)    128 MiB
 //
 // Not thread-safe: predict() fills caches. The governor uses one thread.
 #pragma once
@@ -64,6 +65,12 @@ namespace memgate {
 
 // Conservative first guess for a job never seen before, by tool.
 Prediction default_prediction(const JobKey& key);
+
+// What a remote job's local side is predicted to need before anything of
+// its kind was measured: the launcher and a preprocessor run, far below a
+// compile's cold default (512 MiB to 1 GiB) but not nothing (heavy C++
+// headers preprocess in ~100-200 MB). The first one measured replaces it.
+inline constexpr Bytes kRemoteDefaultPeak = 128 * MiB;
 
 struct PredictorConfig {
   int own_runs = 6;              // runs of one identity remembered

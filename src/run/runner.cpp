@@ -19,7 +19,7 @@
 
 #include <fmt/core.h>
 
-#include "core/engine.hpp"
+#include "engine/engine.hpp"
 #include "history/profiles.hpp"
 #include "platform/cpu.hpp"
 #include "history/pending.hpp"
@@ -161,19 +161,6 @@ bool Runner::open_history() {
   return true;
 }
 
-// How many jobs --offload may have out at once: --offload-jobs, else what
-// the engine's own configuration allows (distcc: DISTCC_HOSTS), else four
-// per local slot.
-int Runner::offload_slots() const {
-  if (opt_.offload.empty()) return 0;
-  if (opt_.offload_jobs) return *opt_.offload_jobs;
-  if (opt_.offload == "distcc") {
-    const char* hosts = std::getenv("DISTCC_HOSTS");
-    if (int n = hosts ? distcc_remote_slots(hosts) : 0; n > 0) return n;
-  }
-  return 4 * slots_;
-}
-
 // A prior seeds the predictor and nothing else: it is never written to
 // history (that is what `history import` is for). Named by --prior, else
 // MEMGATE_PRIOR; a file that cannot be used stops the run before the
@@ -213,12 +200,19 @@ bool Runner::start_server() {
   gc.budget = budget_.budget;
   gc.hard_limit = budget_.capacity - budget_.reserve;
   gc.slots = slots_;
-  gc.offload_engine = opt_.offload;
-  gc.offload_slots = offload_slots();
-  // distcc's remote capacity, for the jobs the build hands it itself.
-  // icecc's is its scheduler's to know: its jobs take local slots.
-  if (const char* hosts = std::getenv("DISTCC_HOSTS"))
-    if (int n = distcc_remote_slots(hosts); n > 0) gc.remote_slots["distcc"] = n;
+  // Each engine's remote capacity, as its configuration says (distcc:
+  // DISTCC_HOSTS). icecc's is its scheduler's to know: its jobs take
+  // local slots.
+  for (const std::string& name : engine_names())
+    if (int n = find_engine(name)->remote_slots(std::getenv); n > 0) gc.remote_slots[name] = n;
+  // --offload: at most --offload-jobs at once, else what the engine's own
+  // configuration allows, else four per local slot.
+  if (const Engine* engine = find_engine(opt_.offload)) {
+    auto remote = gc.remote_slots.find(opt_.offload);
+    gc.offload.engine = opt_.offload;
+    gc.offload.slots = opt_.offload_jobs.value_or(remote != gc.remote_slots.end() ? remote->second : 4 * slots_);
+    gc.offload.takes = [engine](const JobKey& key) { return engine->takes(key); };
+  }
   gc.decline_after_s = opt_.decline_after_s;
   if (auto policy = parse_admission_policy(opt_.admission)) gc.admission = *policy;
   gov_ = std::make_unique<Governor>(

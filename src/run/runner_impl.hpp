@@ -53,7 +53,6 @@ class Runner {
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
   bool open_history();
-  int offload_slots() const;
   void load_shipped_priors();
   bool load_prior();
   bool start_server();

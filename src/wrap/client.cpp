@@ -4,9 +4,7 @@
 #include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/un.h>
@@ -20,12 +18,13 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/engine.hpp"
+#include "engine/engine.hpp"
 #include "platform/cgroup_files.hpp"
 #include "platform/proc.hpp"
 #include "predict/identity.hpp"
@@ -73,16 +72,19 @@ int connect_to(const std::string& path) {
 
 // The engine a launch goes through: argv[0] names one (CC="distcc gcc")
 // or the file resolves to one (distcc's masquerade directory,
-// /usr/lib/distcc/gcc -> ../../bin/distcc), and the command is a compile
-// an engine can take. "" for anything else.
+// /usr/lib/distcc/gcc -> ../../bin/distcc), and the engine takes the
+// command. "" for anything else.
 std::string engine_of_launch(const Launch& launch, const JobKey& key) {
-  if (launch.argv.empty() || !distributable(key)) return "";
-  if (is_remote_engine(launch.argv[0])) return std::string(base_name(launch.argv[0]));
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink(launch.exe.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  buf[n] = '\0';
-  return is_remote_engine(buf) ? std::string(base_name(buf)) : "";
+  if (launch.argv.empty()) return "";
+  const Engine* engine = sending_engine(launch.argv[0]);
+  if (!engine) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(launch.exe.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) return "";
+    buf[n] = '\0';
+    engine = sending_engine(buf);
+  }
+  return engine && engine->takes(key) ? std::string(engine->name()) : "";
 }
 
 RequestMsg make_request(const Launch& launch) {
@@ -197,75 +199,6 @@ pid_t spawn_child(ChildPlan& plan) {
   return ::clone(child_main, stack + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
 }
 
-// distcc's own word on where it compiled a job (read_distcc_log). distcc
-// writes the line that says so ("exec on localhost: ...") at info level,
-// which goes only to a log file: a job launched through distcc gets one
-// of its own, an anonymous memfd that distcc opens by its /proc path
-// (DISTCC_LOG=/proc/<wrapper>/fd/<n>; nothing on disk, gone with the
-// wrapper), and the wrapper prints afterwards what distcc would have
-// printed on stderr (its warnings and errors, everything with
-// DISTCC_VERBOSE). A user's own DISTCC_LOG is kept, and read from where
-// it ended when the job started, for the lines of this job's distcc.
-class DistccLog {
- public:
-  DistccLog() = default;
-  DistccLog(const DistccLog&) = delete;
-  DistccLog& operator=(const DistccLog&) = delete;
-  ~DistccLog() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  // The environment a launch through `engine` needs; nothing for another
-  // engine, or when no log can be had (the job is then taken at its word).
-  std::vector<std::string> prepare(const std::string& engine) {
-    if (engine != "distcc") return {};
-    const char* verbose = ::getenv("DISTCC_VERBOSE");
-    verbose_ = verbose && *verbose && std::strcmp(verbose, "0") != 0;
-    if (const char* user = ::getenv("DISTCC_LOG"); user && *user) {
-      fd_ = ::open(user, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-      struct stat st {};
-      if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
-        ::close(fd_);
-        fd_ = -1;
-      }
-      start_ = fd_ >= 0 ? st.st_size : 0;
-      return {};
-    }
-    fd_ = ::memfd_create("memgate-distcc-log", MFD_CLOEXEC);
-    if (fd_ < 0) return {};
-    own_ = true;
-    return {fmt::format("DISTCC_LOG=/proc/{}/fd/{}", ::getpid(), fd_)};
-  }
-
-  // After the child (distcc itself) exited: whether it compiled here.
-  bool ran_here(pid_t child) {
-    if (fd_ < 0) return false;
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || st.st_size <= start_) return false;
-    off_t from = std::max<off_t>(start_, st.st_size - kMaxRead);
-    std::string text(static_cast<std::size_t>(st.st_size - from), '\0');
-    ssize_t n = ::pread(fd_, text.data(), text.size(), from);
-    if (n <= 0) return false;
-    text.resize(static_cast<std::size_t>(n));
-    DistccRun run = read_distcc_log(text, child, verbose_, from > start_);
-    if (own_) {
-      for (const auto& line : run.stderr_lines) {
-        std::string out = line + "\n";
-        ssize_t w = ::write(STDERR_FILENO, out.data(), out.size());
-        (void)w;
-      }
-    }
-    return run.ran_here;
-  }
-
- private:
-  static constexpr off_t kMaxRead = 256 * 1024;  // the end of a log is what tells
-  int fd_ = -1;
-  off_t start_ = 0;
-  bool own_ = false;
-  bool verbose_ = false;
-};
-
 struct AttemptResult {
   int status = 0;  // raw wait status
   bool rerun = false;
@@ -369,10 +302,10 @@ bool wait_for_child(pid_t pid, int fd, const Launch& launch, const GrantMsg& gra
 
 // One attempt: spawn, wait, report. `fd` < 0 once the governor is
 // lost; the attempt still runs to the end and is never rerun.
-// `engine`: the distributed engine the launch goes through ("" for none).
-AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd, const std::string& engine) {
-  DistccLog distcc_log;
-  std::vector<std::string> extra_env = distcc_log.prepare(engine);
+// `engine`: the distributed engine the launch goes through, if any.
+AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd, const Engine* engine) {
+  std::unique_ptr<EngineAttempt> watch = engine ? engine->watch() : nullptr;
+  std::vector<std::string> extra_env = watch ? watch->environment() : std::vector<std::string>{};
   sigset_t block, old;
   sigemptyset(&block);
   for (int s : kForwarded) sigaddset(&block, s);
@@ -403,7 +336,7 @@ AttemptResult run_attempt(const Launch& launch, const GrantMsg& grant, int fd, c
   }
   AttemptResult r{status, false};
   ExitMsg report = exit_report(status, ru);
-  report.ran_here = distcc_log.ran_here(pid);
+  report.ran_here = watch && watch->ran_here(pid);
   if (!connected || !write_message(fd, report)) return r;
   // Told to stop (Ctrl-C, the build tool's SIGTERM): the build is ending,
   // so no verdict is awaited from a governor that may be shutting down.
@@ -438,16 +371,16 @@ constexpr int kDeclinedStatus = 1;
 // The launch through a distributed engine (`distcc PROGRAM ARGS`), when
 // the runner offloads the job; the launch itself when the engine is not
 // in PATH (it then runs here, and pressure control has the last word).
-Launch through_engine(const Launch& launch, const std::string& engine) {
-  auto found = find_program(engine, launch.path_env, self_exe_id());
+Launch through_engine(const Launch& launch, const Engine& engine) {
+  auto found = find_program(std::string(engine.name()), launch.path_env, self_exe_id());
   if (!found) {
-    log::warn("'{}' is not in PATH; running '{}' here instead of offloading it", engine,
+    log::warn("'{}' is not in PATH; running '{}' here instead of offloading it", engine.name(),
               launch.argv.empty() ? launch.exe : launch.argv[0]);
     return launch;
   }
   Launch out = launch;
   out.exe = *found;
-  out.argv.insert(out.argv.begin(), *found);
+  out.argv = engine.command(*found, launch.argv);
   return out;
 }
 
@@ -504,8 +437,10 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
       mounts = platform::parse_cgroup_mounts(read_file("/proc/self/mountinfo").value_or("")).value_or(
           std::vector<platform::CgroupMount>{});
     accept_grant(grant, mounts ? *mounts : std::vector<platform::CgroupMount>{});
-    AttemptResult r = grant.offload.empty() ? run_attempt(launch, grant, fd, request.engine)
-                                            : run_attempt(through_engine(launch, grant.offload), grant, fd, grant.offload);
+    // An offload to an engine this wrapper does not know runs here.
+    const Engine* offload = grant.offload.empty() ? nullptr : find_engine(grant.offload);
+    AttemptResult r = offload ? run_attempt(through_engine(launch, *offload), grant, fd, offload)
+                              : run_attempt(launch, grant, fd, find_engine(request.engine));
     if (!r.rerun) {
       ::close(fd);
       exit_like(r.status);

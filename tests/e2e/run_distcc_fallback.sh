@@ -7,7 +7,7 @@
 # those as what they were, local compiles learned under their own key,
 # not as remote jobs: it reads distcc's own word, the "exec on localhost"
 # line distcc logs for every compile it runs here (see read_distcc_log in
-# src/core/engine.hpp). distcc's warnings still reach the build's stderr.
+# src/engine/distcc.hpp). distcc's warnings still reach the build's stderr.
 # Twice: with memgate's private log, and with the user's own DISTCC_LOG.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../lib/distcc.sh"

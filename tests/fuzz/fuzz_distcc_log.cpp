@@ -1,4 +1,4 @@
-// read_distcc_log (src/core/engine.hpp): distcc's client log, which the
+// read_distcc_log (src/engine/distcc.hpp): distcc's client log, which the
 // wrapper reads after every compile it launched through distcc to tell
 // whether distcc compiled it here (the build's distcc writes it, or the
 // user's DISTCC_LOG holds anything).
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/engine.hpp"
+#include "engine/distcc.hpp"
 #include "fuzz_input.hpp"
 
 using namespace memgate;

@@ -1,8 +1,13 @@
-// Distributed engines (core/engine.hpp): which jobs they take and how
-// many jobs distcc may have out.
-#include "core/engine.hpp"
+// Distributed engines (engine/engine.hpp): which programs are engines,
+// which jobs they take, how many jobs distcc may have out, and what its
+// log says.
+#include "engine/engine.hpp"
 
 #include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/distcc.hpp"
 
 using namespace memgate;
 
@@ -18,22 +23,48 @@ JobKey key(const std::string& tool, const std::string& klass) {
 
 }  // namespace
 
-TEST(Engine, DistccAndIceccAreRemoteEnginesSccacheIsNot) {
-  EXPECT_TRUE(is_remote_engine("distcc"));
-  EXPECT_TRUE(is_remote_engine("/usr/bin/distcc"));
-  EXPECT_TRUE(is_remote_engine("icecc"));
-  EXPECT_FALSE(is_remote_engine("sccache"));
-  EXPECT_FALSE(is_remote_engine("ccache"));
-  EXPECT_FALSE(is_remote_engine("gcc"));
+TEST(Engine, DistccAndIceccSendJobsAwaySccacheIsALauncherHere) {
+  EXPECT_NE(sending_engine("distcc"), nullptr);
+  EXPECT_EQ(sending_engine("/usr/bin/distcc"), find_engine("distcc"));
+  EXPECT_EQ(sending_engine("pump"), find_engine("distcc"));
+  EXPECT_NE(sending_engine("icecc"), nullptr);
+  EXPECT_EQ(sending_engine("sccache"), nullptr);
+  EXPECT_NE(find_engine("sccache"), nullptr) << "--offload sccache";
+  EXPECT_EQ(find_engine("ccache"), nullptr);
+  EXPECT_EQ(find_engine("gcc"), nullptr);
+  EXPECT_EQ(engine_names(), (std::vector<std::string>{"distcc", "icecc", "sccache"}));
 }
 
-TEST(Engine, OnlyCFamilyCompilesAreDistributable) {
-  EXPECT_TRUE(distributable(key("gcc", "gcc:compile")));
-  EXPECT_TRUE(distributable(key("clang++", "clang++:compile")));
-  EXPECT_FALSE(distributable(key("g++", "g++:link")));
-  EXPECT_FALSE(distributable(key("nvcc", "nvcc:compile[sm_80]")));
-  EXPECT_FALSE(distributable(key("rustc", "rustc:compile")));
-  EXPECT_FALSE(distributable(key("ld", "ld:link")));
+TEST(Engine, RemoteSlotsComeFromTheEnginesOwnConfiguration) {
+  std::map<std::string, std::string> env{{"DISTCC_HOSTS", "127.0.0.1:3632/8 localhost/2"}};
+  EnvLookup lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_EQ(find_engine("distcc")->remote_slots(lookup), 8);
+  EXPECT_EQ(find_engine("icecc")->remote_slots(lookup), 0) << "its scheduler knows";
+  env.clear();
+  EXPECT_EQ(find_engine("distcc")->remote_slots(lookup), 0);
+}
+
+TEST(Engine, AnOffloadedCommandRunsBehindTheEngine) {
+  EXPECT_EQ(find_engine("distcc")->command("/usr/bin/distcc", {"gcc", "-c", "a.c"}),
+            (std::vector<std::string>{"/usr/bin/distcc", "gcc", "-c", "a.c"}));
+  JobKey local = key("gcc", "gcc:compile");
+  EXPECT_EQ(find_engine("icecc")->key(local).klass, "icecc>gcc:compile");
+  EXPECT_NE(find_engine("distcc")->watch(), nullptr) << "distcc's log is its fallback signal";
+  EXPECT_EQ(find_engine("icecc")->watch(), nullptr);
+}
+
+TEST(Engine, OnlyCFamilyCompilesAreTaken) {
+  const Engine& e = *find_engine("distcc");
+  EXPECT_TRUE(e.takes(key("gcc", "gcc:compile")));
+  EXPECT_TRUE(e.takes(key("clang++", "clang++:compile")));
+  EXPECT_FALSE(e.takes(key("g++", "g++:link")));
+  EXPECT_FALSE(e.takes(key("nvcc", "nvcc:compile[sm_80]")));
+  EXPECT_FALSE(e.takes(key("rustc", "rustc:compile")));
+  EXPECT_FALSE(e.takes(key("ld", "ld:link")));
+  EXPECT_FALSE(e.takes(key("gcc", "distcc>gcc:compile"))) << "already an engine's";
 }
 
 TEST(Engine, DistccRemoteSlotsSumTheLimitsOfEveryHostButLocalhost) {

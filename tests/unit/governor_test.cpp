@@ -8,6 +8,8 @@
 #include <cmath>
 #include <map>
 
+#include "engine/engine.hpp"
+
 using namespace memgate;
 
 namespace {
@@ -544,6 +546,11 @@ TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
 // Issue 15: offload and decline.
 namespace {
 
+GovernorConfig::Offload distcc_offload(int slots) {
+  const Engine* distcc = find_engine("distcc");
+  return {"distcc", slots, [distcc](const JobKey& k) { return distcc->takes(k); }};
+}
+
 JobKey compile_key(const std::string& id) {
   JobKey k;
   k.tool = "gcc";
@@ -557,8 +564,7 @@ JobKey compile_key(const std::string& id) {
 
 TEST(GovernorOffload, AJobWaitingForLocalMemoryGoesToTheEngine) {
   Fixture f(1 * GiB);
-  f.cfg.offload_engine = "distcc";
-  f.cfg.offload_slots = 2;
+  f.cfg.offload = distcc_offload(2);
   Prediction heavy;
   heavy.peak = 700 * MiB;
   Prediction light;
@@ -589,8 +595,7 @@ TEST(GovernorOffload, AJobWaitingForLocalMemoryGoesToTheEngine) {
 
 TEST(GovernorOffload, LinksAndNvccWaitAsBefore) {
   Fixture f(1 * GiB);
-  f.cfg.offload_engine = "distcc";
-  f.cfg.offload_slots = 4;
+  f.cfg.offload = distcc_offload(4);
   Prediction heavy;
   heavy.peak = 700 * MiB;
   f.preds["x"] = heavy;
@@ -681,8 +686,7 @@ TEST(GovernorRemote, AnEngineOfUnknownCapacityTakesLocalSlots) {
 TEST(GovernorRemote, OffloadSharesTheEnginesSlotsWithRemoteJobs) {
   Fixture f(1 * GiB, /*slots=*/2);
   f.cfg.remote_slots["distcc"] = 2;
-  f.cfg.offload_engine = "distcc";
-  f.cfg.offload_slots = 2;
+  f.cfg.offload = distcc_offload(2);
   Prediction light;
   light.peak = 20 * MiB;
   Prediction heavy;

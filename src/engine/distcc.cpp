@@ -1,24 +1,17 @@
-#include "core/engine.hpp"
+#include "engine/distcc.hpp"
 
-#include <array>
-#include <string>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "core/job_class.hpp"
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/core.h>
 
 namespace memgate {
-namespace {
-
-std::string_view last_component(std::string_view path) {
-  auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-}  // namespace
-
-bool is_remote_engine(std::string_view program) {
-  std::string_view base = last_component(program);
-  return base == "distcc" || base == "icecc" || base == "pump";
-}
 
 int distcc_remote_slots(std::string_view hosts) {
   int total = 0;
@@ -42,14 +35,6 @@ int distcc_remote_slots(std::string_view hosts) {
     total += limit;
   }
   return total;
-}
-
-bool distributable(const JobKey& key) {
-  constexpr std::array<std::string_view, 6> kCFamily = {"cc", "c++", "gcc", "g++", "clang", "clang++"};
-  bool c_family = false;
-  for (auto t : kCFamily) c_family |= key.tool == t;
-  const JobClass klass = parse_job_class(key.klass);
-  return c_family && !klass.remote() && klass.tool == key.tool && klass.is_compile();
 }
 
 namespace {
@@ -102,5 +87,68 @@ DistccRun read_distcc_log(std::string_view log, long pid, bool verbose, bool cut
   }
   return run;
 }
+
+namespace {
+
+class DistccLog final : public EngineAttempt {
+ public:
+  DistccLog() = default;
+  DistccLog(const DistccLog&) = delete;
+  DistccLog& operator=(const DistccLog&) = delete;
+  ~DistccLog() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Nothing when no log can be had: the job is then taken at its word.
+  std::vector<std::string> environment() override {
+    const char* verbose = ::getenv("DISTCC_VERBOSE");
+    verbose_ = verbose && *verbose && std::strcmp(verbose, "0") != 0;
+    if (const char* user = ::getenv("DISTCC_LOG"); user && *user) {
+      fd_ = ::open(user, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      struct stat st {};
+      if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+      start_ = fd_ >= 0 ? st.st_size : 0;
+      return {};
+    }
+    fd_ = ::memfd_create("memgate-distcc-log", MFD_CLOEXEC);
+    if (fd_ < 0) return {};
+    own_ = true;
+    return {fmt::format("DISTCC_LOG=/proc/{}/fd/{}", ::getpid(), fd_)};
+  }
+
+  bool ran_here(pid_t child) override {
+    if (fd_ < 0) return false;
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || st.st_size <= start_) return false;
+    off_t from = std::max<off_t>(start_, st.st_size - kMaxRead);
+    std::string text(static_cast<std::size_t>(st.st_size - from), '\0');
+    ssize_t n = ::pread(fd_, text.data(), text.size(), from);
+    if (n <= 0) return false;
+    text.resize(static_cast<std::size_t>(n));
+    DistccRun run = read_distcc_log(text, child, verbose_, from > start_);
+    if (own_) {
+      for (const auto& line : run.stderr_lines) {
+        std::string out = line + "\n";
+        ssize_t w = ::write(STDERR_FILENO, out.data(), out.size());
+        (void)w;
+      }
+    }
+    return run.ran_here;
+  }
+
+ private:
+  static constexpr off_t kMaxRead = 256 * 1024;  // the end of a log is what tells
+  int fd_ = -1;
+  off_t start_ = 0;
+  bool own_ = false;
+  bool verbose_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<EngineAttempt> watch_distcc_log() { return std::make_unique<DistccLog>(); }
 
 }  // namespace memgate
