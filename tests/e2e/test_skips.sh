@@ -40,6 +40,10 @@ run clean -R '^ok\.'
 assert_eq 0 "$(rc clean)" "a run without skips: status ($(out clean))"
 grep -qx 'skipped tests: 0 (0 not accepted)' "$E2E_TMP/clean.out" || fail "no skip count: $(out clean)"
 
+# A relative build directory, as `scripts/run-ctest build` is typed.
+(cd "$p" && "$run_ctest" build -R '^probe\.exit77$' >"$E2E_TMP/relative.out" 2>&1) && fail "a skip passed: $(out relative)"
+grep -qx 'skipped: probe.exit77: SKIP: no frobnicator here' "$E2E_TMP/relative.out" || fail "relative dir: $(out relative)"
+
 run skip -R '^(ok|probe)\.'
 assert_eq 1 "$(rc skip)" "a run with two skips: status ($(out skip))"
 grep -qx 'skipped: probe.exit77: SKIP: no frobnicator here' "$E2E_TMP/skip.out" || fail "exit-77 skip not listed: $(out skip)"
