@@ -11,6 +11,9 @@
 #include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "doctor/doctor.hpp"
+#include "history/history.hpp"
+#include "plan/jobs_csv.hpp"
+#include "util/fs.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -29,10 +32,26 @@ void print(const std::string& s) {
   std::fflush(stdout);
 }
 
+// What --build-env estimates nvcc peaks from: the jobs of memgate's
+// history (opened only if it exists, never created, waited for 1 s at
+// most) and the flash-attn measurements shipped in the binary.
+doctor::GatherOptions gather_options(const DoctorArgs& args, const MachineConfig& config) {
+  doctor::GatherOptions o{args.build_env || !args.python.empty(), args.python, config.reserve, config.memory, {}, {}};
+  o.history_jobs = [] {
+    const std::string path = History::resolve_path("");
+    if (!path_exists(path)) return std::vector<JobRecord>{};
+    auto h = History::open(path, 1000);
+    return h ? (*h)->jobs_for_prediction(50) : std::vector<JobRecord>{};
+  };
+  o.measured_peaks = [](int threads, int targets) {
+    return plan::measured_peaks(plan::shipped_flash_attn_measurements(), plan::NvccShape{threads, targets});
+  };
+  return o;
+}
+
 int run_doctor(const DoctorArgs& args) {
   const MachineConfig& config = machine_config();
-  doctor::Findings f =
-      doctor::gather({args.build_env || !args.python.empty(), args.python, config.reserve, config.memory});
+  doctor::Findings f = doctor::gather(gather_options(args, config));
   if (!args.kill_stale) {
     print(args.json ? doctor::render_json(f) : doctor::render_text(f));
     return 0;

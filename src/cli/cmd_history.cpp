@@ -83,13 +83,19 @@ void print_build(const BuildRecord& b, const std::vector<const JobRecord*>& jobs
   out += fmt::format("  memory    peak {} of budget {} (capacity {}), {} CPU slots\n", format_bytes(b.peak_bytes),
                      format_bytes(b.budget), format_bytes(b.capacity), b.slots);
   out += fmt::format("  jobs      {}, waited for memory {}\n", s.job_count, format_duration(s.wait_s));
-  // What memgate did, when it did anything; every counter is in --json.
-  std::string acted;
-  for (Counter c : {Counter::ran_alone, Counter::frozen, Counter::requeued, Counter::retried, Counter::oom_killed,
-                    Counter::oom_killed_ungated, Counter::ungated})
-    if (std::int64_t n = get(b.counters, c); n > 0) acted += fmt::format("{}{} {}", acted.empty() ? "" : ", ", name(c), n);
-  if (!acted.empty()) out += fmt::format("  acted     {}\n", acted);
-  // The cost of optimism (issue 13), for builds that recorded it.
+  // What memgate did, when it did anything, and what escaped its gate;
+  // every counter is in --json.
+  auto nonzero = [&](const std::vector<Counter>& counters) {
+    std::string line;
+    for (Counter c : counters)
+      if (std::int64_t n = get(b.counters, c); n > 0) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", name(c), n);
+    return line;
+  };
+  if (std::string acted = nonzero(action_counters()); !acted.empty()) out += fmt::format("  acted     {}\n", acted);
+  if (std::string escaped = nonzero({Counter::ungated, Counter::oom_killed_ungated}); !escaped.empty())
+    out += fmt::format("  ungated   {}\n", escaped);
+  // The cost of optimism (work frozen and done again), for builds that
+  // recorded it.
   if (b.counters.count(Counter::requeued_cpu_ms))
     out += fmt::format("  cost      {:.1f} job-s frozen, {:.1f} CPU-s requeued, {} retries, {} OOM kills\n",
                        static_cast<double>(get(b.counters, Counter::frozen_ms)) / 1000.0,

@@ -1,4 +1,4 @@
-// Per-machine defaults (issue 16): an optional file,
+// Per-machine defaults: an optional file,
 // $XDG_CONFIG_HOME/memgate/config, else ~/.config/memgate/config, of
 // `key = value` lines; `#` starts a comment (at the start of a line, or
 // after a blank). Keys: memory, reserve, jobs (defaults of `run`'s

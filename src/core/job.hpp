@@ -34,7 +34,7 @@ enum class Outcome {
   lost,      // the wrapper vanished
 };
 
-// Where a job's compile ran (issue 15). Its record is always the local
+// Where a job's compile ran. Its record is always the local
 // side: what this machine spent on it (for a remote job, the launcher and
 // the local preprocessing).
 enum class Placement {
@@ -61,7 +61,7 @@ enum class EventKind {
   fallback,   // a job handed to an engine was compiled here after all (distcc's local fallback)
 };
 
-// Every decision leaves a counter (STYLE: ccache's statistics). Stored in
+// Every decision leaves a counter, as ccache's statistics do. Stored in
 // history and printed under these names (core/names.cpp), so a name never
 // changes meaning; new counters go anywhere in the list.
 enum class Counter {
@@ -116,6 +116,8 @@ std::optional<EventKind> parse_event_kind(std::string_view s);
 std::optional<Counter> parse_counter(std::string_view s);
 // Every counter, in declaration order.
 const std::vector<Counter>& all_counters();
+// Every event kind, in declaration order.
+const std::vector<EventKind>& all_event_kinds();
 // The counter's value, 0 when it was not recorded.
 std::int64_t get(const Counters& c, Counter which);
 // Keyed by name, for JSON; names memgate does not know are dropped when read.
@@ -134,7 +136,7 @@ struct JobKey {
 
 // The most CPU slots one job may claim. Peaks are predicted per slot and
 // multiplied by the weight, so an unbounded weight from the wire (INT_MAX)
-// overflowed the prediction into a negative peak (issue 12, item 7).
+// overflowed the prediction into a negative peak.
 constexpr int kMaxCpuWeight = 1024;
 
 // What the predictor expects of a job. All figures are for the whole

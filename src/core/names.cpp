@@ -17,6 +17,13 @@ std::string_view lookup(const std::array<std::pair<E, std::string_view>, N>& tab
 }
 
 template <class E, std::size_t N>
+std::vector<E> keys(const std::array<std::pair<E, std::string_view>, N>& table) {
+  std::vector<E> out;
+  for (const auto& [k, v] : table) out.push_back(k);
+  return out;
+}
+
+template <class E, std::size_t N>
 std::optional<E> reverse(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view s) {
   for (const auto& [k, v] : table)
     if (v == s) return k;
@@ -127,11 +134,12 @@ std::optional<EventKind> parse_event_kind(std::string_view s) { return reverse(k
 std::optional<Counter> parse_counter(std::string_view s) { return reverse(kCounters, s); }
 
 const std::vector<Counter>& all_counters() {
-  static const std::vector<Counter> all = [] {
-    std::vector<Counter> v;
-    for (const auto& [k, n] : kCounters) v.push_back(k);
-    return v;
-  }();
+  static const std::vector<Counter> all = keys(kCounters);
+  return all;
+}
+
+const std::vector<EventKind>& all_event_kinds() {
+  static const std::vector<EventKind> all = keys(kEvents);
   return all;
 }
 

@@ -11,7 +11,6 @@
 #include <fmt/core.h>
 
 #include "core/job_class.hpp"
-#include "plan/jobs_csv.hpp"
 #include "predict/gpu_arch.hpp"
 
 namespace memgate::doctor {
@@ -257,11 +256,8 @@ std::vector<Bytes> expected_peaks(const BuildEnv& e, const std::vector<std::stri
     *source = fmt::format("history: {} nvcc job{} of {}", peaks.size(), peaks.size() == 1 ? "" : "s", klass);
     return peaks;
   }
-  auto rows = plan::parse_jobs_csv(e.measurements_csv);
-  if (!rows) return {};
-  auto w = plan::workload_from_measurements(*rows, plan::NvccShape{threads, static_cast<int>(targets.size())});
-  if (!w) return {};
-  for (const auto& j : w->jobs) peaks.push_back(j.peak);
+  if (e.measured_peaks) peaks = e.measured_peaks(threads, static_cast<int>(targets.size()));
+  if (peaks.empty()) return {};
   *source = fmt::format("flash-attn 2.8 measurements (nvcc 13.0, one target, --threads 1), scaled by the {} "
                         "pipeline{} each job runs at once",
                         pipelines, pipelines == 1 ? "" : "s");

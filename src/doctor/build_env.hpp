@@ -11,7 +11,10 @@
 //  - a thin reader (read_build_env) that takes a root directory, the
 //    environment and a way to run programs, so tests point it at
 //    tests/fixtures/build_env/<scenario>/ with canned program output.
-// Nothing here shells out to pip or imports torch.
+// Nothing here shells out to pip or imports torch. What the build itself
+// taught memgate comes in as values: the nvcc jobs of its history, and a
+// way to ask measurements for a job's peak (MeasuredPeaks); the CLI wires
+// history and plan's measured tables in, so doctor depends on neither.
 #pragma once
 
 #include <functional>
@@ -76,6 +79,10 @@ std::vector<std::string> parse_rocm_arch_list(std::string_view value);
 // max(1, min(cpus / 2, floor(available GiB / (5 × nvcc threads)))).
 int flash_attn_formula_jobs(int cpus, Bytes available, int nvcc_threads);
 
+// Each job's expected peak for nvcc --threads `threads` over `targets`
+// archs, from measurements (plan's measured tables); empty without any.
+using MeasuredPeaks = std::function<std::vector<Bytes>(int threads, int targets)>;
+
 // What the reader found.
 struct BuildEnv {
   std::map<std::string, std::string> env;  // the variables that matter, as set
@@ -102,8 +109,8 @@ struct BuildEnv {
   Bytes budget = 0;                        // memgate's budget
   // nvcc jobs from history (tool nvcc, compile), for the expected peak.
   std::vector<JobRecord> history_nvcc;
-  // The shipped flash-attn measurements (CSV text).
-  std::string measurements_csv;
+  // The flash-attn measurements, for the expected peak otherwise.
+  MeasuredPeaks measured_peaks;
 };
 
 // What a flash-attn build with these settings would do here.
@@ -143,8 +150,10 @@ struct BuildEnvSources {
   std::map<std::string, std::string> env;
   std::function<std::optional<std::string>(const std::vector<std::string>&)> run;
   std::string python;         // --python; "" = $PYTHON, else python3 in PATH
-  std::string history_path;   // "" = no history
-  std::string measurements_csv;
+  // The jobs memgate's history would predict from (unset: none); the
+  // reader keeps the nvcc compiles.
+  std::function<std::vector<JobRecord>()> history_jobs;
+  MeasuredPeaks measured_peaks;
   // The machine, as doctor found it (copied into BuildEnv).
   int cpus = 1, slots = 1;
   Bytes available = 0, budget = 0;
@@ -153,16 +162,12 @@ struct BuildEnvSources {
 BuildEnv read_build_env(const BuildEnvSources& src);
 
 // The real machine: /, this process's environment, programs run with a
-// 10 s bound, memgate's history, the shipped measurements, online CPUs.
-// The caller fills slots, available and budget.
+// 10 s bound, online CPUs. The caller fills history_jobs, measured_peaks,
+// slots, available and budget.
 BuildEnvSources real_sources(const std::string& python);
 
 // `memgate doctor --build-env` text, and the `build_env` JSON object.
 std::string render_build_env_text(const BuildEnv& e);
 nlohmann::json build_env_json(const BuildEnv& e);
-
-// The flash-attn measurements shipped in the binary
-// (tests/fixtures/flash-attn/flash-attn-nvcc-jobs.csv at build time).
-std::string_view shipped_flash_attn_measurements();
 
 }  // namespace memgate::doctor

@@ -9,7 +9,6 @@
 #include "core/job_class.hpp"
 #include "doctor/build_env.hpp"
 #include "doctor/command.hpp"
-#include "history/history.hpp"
 #include "util/fs.hpp"
 
 extern char** environ;
@@ -177,10 +176,8 @@ void read_python(const Reader& r, const BuildEnvSources& src, BuildEnv& e) {
 }
 
 void read_history(const BuildEnvSources& src, BuildEnv& e) {
-  if (src.history_path.empty() || !path_exists(src.history_path)) return;  // never create one
-  auto h = History::open(src.history_path, 1000);
-  if (!h) return;
-  for (JobRecord& j : (*h)->jobs_for_prediction(50)) {
+  if (!src.history_jobs) return;
+  for (JobRecord& j : src.history_jobs()) {
     const JobClass klass = parse_job_class(j.key.klass);
     if (klass.tool == "nvcc" && klass.is_compile() && !klass.remote()) e.history_nvcc.push_back(std::move(j));
   }
@@ -203,7 +200,7 @@ BuildEnv read_build_env(const BuildEnvSources& src) {
   e.available = src.available;
   e.budget = src.budget;
   read_history(src, e);
-  e.measurements_csv = src.measurements_csv;
+  e.measured_peaks = src.measured_peaks;
   return e;
 }
 
@@ -220,8 +217,6 @@ BuildEnvSources real_sources(const std::string& python) {
     return out->output;
   };
   s.python = python;
-  s.history_path = History::resolve_path("");
-  s.measurements_csv = std::string(shipped_flash_attn_measurements());
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   s.cpus = cpus > 0 ? static_cast<int>(cpus) : 1;
   return s;

@@ -119,6 +119,8 @@ Findings gather(const GatherOptions& options) {
   f.stale_cgroups = platform::find_stale_cgroups(f.cgroups);
   if (options.build_env) {
     BuildEnvSources src = real_sources(options.python);
+    src.history_jobs = options.history_jobs;
+    src.measured_peaks = options.measured_peaks;
     src.slots = f.cores;
     src.available = f.meminfo.available.value_or(f.capacity.capacity);
     src.budget = f.budget.budget;

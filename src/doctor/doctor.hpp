@@ -42,6 +42,10 @@ struct GatherOptions {
   // The config file's `reserve` and `memory` (cli/config.hpp), so the
   // budget shown is the one `memgate run` would use here.
   std::optional<std::string> reserve, memory;
+  // For --build-env's expected peaks (build_env.hpp): history's jobs and
+  // the shipped measurements, given by the caller.
+  std::function<std::vector<JobRecord>()> history_jobs;
+  MeasuredPeaks measured_peaks;
 };
 
 // Reads the real machine. The confinement probe mkdirs and rmdirs one

@@ -26,7 +26,7 @@ using namespace governor_detail;
 // An offloaded job, and a remote one holding one of its engine's remote
 // slots, computes elsewhere: it holds memory here, no CPU slot.
 int GovJob::weight(int slots) const {
-  if (placement == Placement::offloaded || remote_slot) return 0;
+  if (where.placement == Placement::offloaded || where.remote_slot) return 0;
   return std::clamp(key.cpu_weight, 1, std::max(1, slots));
 }
 
@@ -51,22 +51,21 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine,
   GovJob j;
   j.id = next_id_++;
   j.order = order > 0 ? order : j.id;
-  j.local_key = key;
+  j.where.local_key = key;
   j.key = key;
   if (!engine.empty()) {
     j.key = with_engine(key, engine);
-    j.placement = Placement::remote;
-    j.engine = engine;
+    j.where.placement = Placement::remote;
+    j.where.engine = engine;
     count(Counter::remote);
     counters_.try_emplace(Counter::fell_back, 0);
   }
   j.pred = predict_(j.key);
-  j.first_pred = j.pred;
-  j.submit_t = now;
   j.queued_t = now;
   JobId id = j.id;
   jobs_.emplace(id, std::move(j));
   count(Counter::submitted);
+  tell(JobFact::of(JobFact::Kind::submitted, id, now));
   return id;
 }
 
@@ -86,14 +85,14 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   bool past_time = p.wall_s > 0 && p.peak_over_frac < 1.0 && elapsed >= p.peak_over_frac * p.wall_s;
   bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
   bool falling = j.current < scale(j.attempt_peak, 0.9);
-  // A weak guess the job's own curve contradicts: it ran live_min_s, peaked
+  // A weak guess the job's own curve contradicts: it ran live.min_s, peaked
   // under half the guess and is falling. It holds its peak with the margin
   // cold admission gives a rising sibling; a second, higher peak is what
   // freeze and requeue are for. (A first job guessed above the budget
   // runs alone; without this, alone for its whole life.)
-  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live_min_s && falling && j.attempt_peak > 0 &&
+  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.attempt_peak > 0 &&
       j.attempt_peak < scale(pred, 0.5))
-    return std::max(j.current, scale(j.attempt_peak, cfg_.live_margin_rising));
+    return std::max(j.current, scale(j.attempt_peak, cfg_.live.margin_rising));
   if (past_time && saw_peak && falling) {
     Bytes keep = scale(std::max(j.current, p.after_peak), kAfterPeakMargin);
     return std::min(pred, std::max(keep, j.current));
@@ -127,7 +126,7 @@ int Governor::remote_busy(const std::string& engine) const {
   int n = 0;
   for (const auto& [id, j] : jobs_) {
     bool alive = j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing;
-    if (alive && j.engine == engine && (j.remote_slot || j.placement == Placement::offloaded)) ++n;
+    if (alive && j.where.engine == engine && (j.where.remote_slot || j.where.placement == Placement::offloaded)) ++n;
   }
   return n;
 }
@@ -227,9 +226,9 @@ GovJob* Governor::newest_to_kill() {
 // Escalation, one action per step and each with its cooldown, so the
 // controller never acts in storms on a single spike.
 void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& out) {
-  const bool machine_full = view.build_used + view.outside >= scale(cfg_.hard_limit, cfg_.psi_machine_full_frac);
+  const bool machine_full = view.build_used + view.outside >= scale(cfg_.hard_limit, cfg_.pressure.psi_machine_full_frac);
   if (view.psi_full_avg10 && (!view.psi_machine_wide || machine_full)) {
-    if (*view.psi_full_avg10 >= cfg_.psi_full_freeze && !thrashing_) {
+    if (*view.psi_full_avg10 >= cfg_.pressure.psi_full_freeze && !thrashing_) {
       thrashing_ = true;
       event(now, EventKind::pressure, -1,
             view.psi_machine_wide
@@ -237,7 +236,7 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
                               *view.psi_full_avg10)
                 : fmt::format("the build's memory stalls at {:.1f}% (PSI full avg10 of its cgroup)",
                               *view.psi_full_avg10));
-    } else if (*view.psi_full_avg10 <= cfg_.psi_full_clear) {
+    } else if (*view.psi_full_avg10 <= cfg_.pressure.psi_full_clear) {
       thrashing_ = false;
     }
   } else {
@@ -249,7 +248,7 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   bool dying = !by_state(JobState::killing).empty();
   int alive = unfrozen_running() + static_cast<int>(by_state(JobState::frozen).size());
 
-  if (used >= scale(limit, cfg_.kill_frac) && !dying && alive >= 2 && now - last_kill_t_ >= cfg_.kill_cooldown_s) {
+  if (used >= scale(limit, cfg_.pressure.kill_frac) && !dying && alive >= 2 && now - last_kill_t_ >= cfg_.pressure.kill_cooldown_s) {
     if (GovJob* v = newest_to_kill()) {
       v->state = JobState::killing;
       last_kill_t_ = now;
@@ -260,12 +259,12 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
       return;
     }
   }
-  bool over = used >= scale(limit, cfg_.freeze_frac);
-  double cooldown = over ? cfg_.freeze_cooldown_s : cfg_.psi_freeze_cooldown_s;
+  bool over = used >= scale(limit, cfg_.pressure.freeze_frac);
+  double cooldown = over ? cfg_.pressure.freeze_cooldown_s : cfg_.pressure.psi_freeze_cooldown_s;
   if ((over || thrashing_) && unfrozen_running() >= 2 && now - last_freeze_t_ >= cooldown) {
     GovJob* v = newest_to_freeze();
     v->state = JobState::frozen;
-    v->frozen_since = now;
+    tell(JobFact::of(JobFact::Kind::frozen, v->id, now));
     last_freeze_t_ = now;
     low_since_ = -1;
     count(Counter::frozen);
@@ -287,14 +286,13 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
   // Never leave the build with nothing able to move.
   bool must = unfrozen_running() == 0 && by_state(JobState::killing).empty();
   Bytes growth = std::max<Bytes>(0, reservation(*oldest, now) - oldest->current);
-  bool low = !thrashing_ && view.build_used + growth <= scale(effective_limit(view), cfg_.thaw_frac);
+  bool low = !thrashing_ && view.build_used + growth <= scale(effective_limit(view), cfg_.pressure.thaw_frac);
   if (!low) low_since_ = -1;
   else if (low_since_ < 0) low_since_ = now;
-  bool settled = low && now - low_since_ >= cfg_.thaw_hold_s && now - last_thaw_t_ >= cfg_.thaw_cooldown_s;
+  bool settled = low && now - low_since_ >= cfg_.pressure.thaw_hold_s && now - last_thaw_t_ >= cfg_.pressure.thaw_cooldown_s;
   if (!must && !settled) return false;
   oldest->state = JobState::running;
-  oldest->frozen_s += now - oldest->frozen_since;
-  oldest->frozen_since = -1;
+  tell(JobFact::of(JobFact::Kind::thawed, oldest->id, now));
   last_thaw_t_ = now;
   count(Counter::thawed);
   event(now, EventKind::thaw, oldest->id, must ? "no other job is running" : "memory is back");
@@ -306,14 +304,15 @@ void Governor::ran_here(JobId id, double now) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   GovJob& j = it->second;
-  if (j.placement == Placement::local || j.state == JobState::waiting) return;
+  if (j.where.placement == Placement::local || j.state == JobState::waiting) return;
+  const JobKey& local = j.where.local_key;
   event(now, EventKind::fallback, id,
-        fmt::format("{} compiled {} on this machine after all; recorded as a local compile", j.engine,
-                    j.local_key.stem.empty() ? j.local_key.identity : j.local_key.stem));
+        fmt::format("{} compiled {} on this machine after all; recorded as a local compile", j.where.engine,
+                    local.stem.empty() ? local.identity : local.stem));
   count(Counter::fell_back);
-  j.key = j.local_key;
-  j.placement = Placement::local;
-  j.remote_slot = false;
+  j.key = local;
+  j.where.placement = Placement::local;
+  j.where.remote_slot = false;
 }
 
 void Governor::freeze_failed(JobId id) {
@@ -322,7 +321,7 @@ void Governor::freeze_failed(JobId id) {
   GovJob& j = it->second;
   if (j.state != JobState::frozen) return;
   j.state = JobState::running;
-  j.frozen_since = -1;
+  tell(JobFact::of(JobFact::Kind::thawed, id, last_t_));  // it never stopped
   count(Counter::freeze_failed);
 }
 
@@ -335,13 +334,12 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
   bool was_over = j.attempt_peak > scale(pred, 1.1);
   j.current = current;
   j.attempt_peak = std::max({j.attempt_peak, peak, current});
-  j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
   if (!was_over && j.attempt_peak > scale(pred, 1.1)) {
     count(Counter::overshoot);
     event(now, EventKind::overshoot, id,
           fmt::format("uses {}, predicted {}", format_bytes(j.attempt_peak), format_bytes(pred)));
   }
-  if (past_peak_ && !j.peak_told && j.state == JobState::running && now - j.start_t >= cfg_.live_min_s &&
+  if (past_peak_ && !j.peak_told && j.state == JobState::running && now - j.start_t >= cfg_.live.min_s &&
       j.current < j.attempt_peak / 2) {
     j.peak_told = true;
     past_peak_(j.key, j.attempt_peak);
@@ -356,22 +354,17 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   if (j.state == JobState::waiting) {
     // The wrapper gave up before it was granted (its build was interrupted).
     j.state = JobState::done;
-    j.wait_s += now - j.queued_t;
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
     count(Counter::cancelled);
     retire(id);
     return false;
-  }
-  if (j.frozen_since >= 0) {
-    j.frozen_s += now - j.frozen_since;
-    j.frozen_since = -1;
   }
   Outcome outcome = how == ExitKind::finished ? (exit_status == 0 ? Outcome::ok : Outcome::failed)
                     : how == ExitKind::killed_by_us ? Outcome::requeued
                     : how == ExitKind::oom_killed   ? Outcome::oom
                                                     : Outcome::lost;
   cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
-  j.attempt_log.push_back(Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s});
-  j.observed_peak = std::max(j.observed_peak, j.attempt_peak);
+  tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s}));
   j.current = 0;
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
@@ -391,7 +384,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
     j.state = JobState::waiting;
     j.queued_t = now;
     j.start_t = -1;
-    j.remote_slot = false;
+    j.where.remote_slot = false;
     count(Counter::retried);
     event(now, how == ExitKind::killed_by_us ? EventKind::requeue : EventKind::retry, id,
           fmt::format("attempt {} ended by memory; rerunning with {} reserved", j.attempts, format_bytes(j.peak_floor)));

@@ -44,8 +44,7 @@ namespace memgate {
 
 using JobId = int;
 
-// Which waiting job admission starts first (issue 13, "packing, not just
-// longest-first"). Both start the longest predicted job that fits, and let
+// Which waiting job admission starts first. Both start the longest predicted job that fits, and let
 // any job that fits start after it while the longest waiting one cannot.
 //   longest_first: any job that fits, in longest-first order (backfill
 //     without looking ahead).
@@ -76,25 +75,40 @@ struct GovernorConfig {
   // makes later jobs leave room for it, so big jobs are not starved by a
   // stream of small ones.
   double starvation_s = 30;
-  // Pressure thresholds, as fractions of the effective limit E.
-  double freeze_frac = 0.92;   // freeze above this (leaves room to act before killing)
-  double kill_frac = 0.985;    // kill above this
-  double thaw_frac = 0.88;     // thaw when use plus the job's growth stays below this...
-  double thaw_hold_s = 1.0;    // ...for this long
-  double freeze_cooldown_s = 0.3;
-  double kill_cooldown_s = 1.0;
-  double thaw_cooldown_s = 0.5;
-  // Machine-wide memory stall (PSI "full" avg10, percent) at which the
-  // build is treated as thrashing: freeze, admit nothing.
-  double psi_full_freeze = 10.0;
-  double psi_full_clear = 2.0;
-  // PSI averages move slowly; while they stay high, freeze one job at a
-  // time with a longer pause so the build is not frozen down to one job
-  // by a single episode.
-  double psi_freeze_cooldown_s = 3.0;
-  // Machine-wide stalls count once build + outside use this much of
-  // capacity - reserve.
-  double psi_machine_full_frac = 0.88;
+  AdmissionPolicy admission = AdmissionPolicy::longest_first;
+  // Live evidence. Cold admission (cold_need): a running job's peak so
+  // far, per unit of CPU weight, times a margin predicts a waiting job of
+  // its klass that has nothing better than a default or a klass-wide
+  // guess; the margin is larger while the running job is still rising.
+  // Only jobs that have run min_s count as evidence, for that and for a
+  // job's own curve overriding its guess (reservation).
+  struct Live {
+    double margin_rising = 1.5;
+    double margin_falling = 1.15;
+    double min_s = 1.0;
+  } live;
+  // Pressure: the thresholds of escalation, as fractions of the effective
+  // limit E, and the cooldowns between actions.
+  struct Pressure {
+    double freeze_frac = 0.92;   // freeze above this (leaves room to act before killing)
+    double kill_frac = 0.985;    // kill above this
+    double thaw_frac = 0.88;     // thaw when use plus the job's growth stays below this...
+    double thaw_hold_s = 1.0;    // ...for this long
+    double freeze_cooldown_s = 0.3;
+    double kill_cooldown_s = 1.0;
+    double thaw_cooldown_s = 0.5;
+    // Memory stall (PSI "full" avg10, percent) at which the build is
+    // treated as thrashing: freeze, admit nothing.
+    double psi_full_freeze = 10.0;
+    double psi_full_clear = 2.0;
+    // PSI averages move slowly; while they stay high, freeze one job at a
+    // time with a longer pause so the build is not frozen down to one job
+    // by a single episode.
+    double psi_freeze_cooldown_s = 3.0;
+    // Machine-wide stalls count once build + outside use this much of
+    // capacity - reserve.
+    double psi_machine_full_frac = 0.88;
+  } pressure;
   // Offload (--offload): a compile the engine takes that waits for local
   // memory is sent to it instead. Its local side (the engine's client and
   // the preprocessor) still needs a reservation here, but no CPU slot: it
@@ -118,15 +132,6 @@ struct GovernorConfig {
   // long is declined rather than kept waiting past its client's timeout;
   // the client then compiles it elsewhere. 0: never.
   double decline_after_s = 0;
-  // Cold admission (cold_need): a running job's peak so far, per unit of
-  // CPU weight, times this margin predicts a waiting job of its klass
-  // that has nothing better than a default or a klass-wide guess; the
-  // margin is larger while the running job is still rising. Only jobs
-  // that have run this long count as evidence.
-  double live_margin_rising = 1.5;
-  double live_margin_falling = 1.15;
-  double live_min_s = 1.0;
-  AdmissionPolicy admission = AdmissionPolicy::longest_first;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -152,44 +157,73 @@ enum class ExitKind {
   lost,          // the wrapper vanished
 };
 
+// A job as the governor sees it, field by the stage that reads it. What
+// only a job's record needs (its first prediction, its waits, the time it
+// was frozen, its attempts) is not kept here: the governor tells it as it
+// happens (JobFact), and the recorder keeps it.
 struct GovJob {
   JobId id = 0;
   JobKey key;
-  Prediction pred;           // current prediction (re-predicted while waiting)
-  Prediction first_pred;     // what the first admission used (for reports)
-  Bytes peak_floor = 0;      // after a kill: the prediction may not go below this
   JobState state = JobState::waiting;
-  double submit_t = 0;
-  double start_t = -1;       // current attempt (-1 while waiting)
-  double first_start_t = -1;
+  int attempts = 0;          // started attempts
+
+  // Admission: what it is predicted to need, and its place in the queue.
+  Prediction pred;           // current prediction (re-predicted while waiting)
+  Bytes peak_floor = 0;      // after a kill: the prediction may not go below this
+  std::int64_t order = 0;    // the build tool's order (see submit), else the id
+  int requeues = 0;          // memgate kills: such a job goes first
   double queued_t = 0;       // when it last entered the queue
   double blocked_since = -1; // when it became memory-blocked at the head of the queue
-  bool waited_for_memory = false;
+  bool blocked_by_memory = false;  // last step: fits CPU but not memory
+  bool blocked_by_cpu = false;     // last step: does not fit CPU
+  bool waited_for_memory = false;  // counted once (Counter::waited_for_memory)
   // Admitted on the live peaks of running jobs of its klass rather than
   // on a prediction (cold_need): until it is past its peak or done, it
   // holds back the next such admission of its klass.
   bool speculative = false;
-  bool peak_told = false;    // on_past_peak was told of this attempt
-  bool blocked_by_memory = false;  // last step: fits CPU but not memory
-  bool blocked_by_cpu = false;     // last step: does not fit CPU
+
+  // The running attempt: what the reservation and pressure read.
+  double start_t = -1;       // -1 while waiting
   Bytes current = 0;         // now
   Bytes attempt_peak = 0;    // this attempt
-  Bytes observed_peak = 0;   // max over attempts
-  int attempts = 0;          // started attempts
-  int requeues = 0;          // memgate kills
-  std::int64_t order = 0;    // the build tool's order (see submit), else the id
-  double wait_s = 0;
-  double frozen_s = 0;
-  double frozen_since = -1;
-  std::vector<Attempt> attempt_log;
-  Placement placement = Placement::local;
-  std::string engine;        // of a remote or offloaded job
-  // A remote job holding one of its engine's remote slots (see
-  // GovernorConfig::remote_slots) this attempt: it weighs no local CPU.
-  bool remote_slot = false;
-  JobKey local_key;          // the key it came with (an offloaded job's key is the engine's)
+  bool peak_told = false;    // on_past_peak was told of this attempt
+
+  // Where it runs: here, or through a distributed engine (engine/engine.hpp).
+  struct Where {
+    Placement placement = Placement::local;
+    std::string engine;      // of a remote or offloaded job
+    // A remote job holding one of its engine's remote slots (see
+    // GovernorConfig::remote_slots) this attempt: it weighs no local CPU.
+    bool remote_slot = false;
+    JobKey local_key;        // the key it came with (an offloaded job's key is the engine's)
+  } where;
 
   int weight(int slots) const;
+};
+
+// What happened to a job, told as it happens (Governor::on_fact), for
+// whoever keeps its record. In order, per job: submitted; then for each
+// attempt started, any frozen/thawed, ended; or left (cancelled or
+// declined while waiting).
+struct JobFact {
+  enum class Kind { submitted, started, frozen, thawed, ended, left };
+  Kind kind = Kind::submitted;
+  JobId job = -1;
+  double t = 0;
+  Prediction pred;       // started: the prediction admission reserved for
+  double waited_s = 0;   // started, left: since it last entered the queue
+  Attempt attempt;       // ended: the attempt, its outcome, peak and CPU time
+
+  static JobFact of(Kind kind, JobId job, double t, double waited_s = 0, Prediction pred = {}, Attempt attempt = {}) {
+    JobFact f;
+    f.kind = kind;
+    f.job = job;
+    f.t = t;
+    f.waited_s = waited_s;
+    f.pred = pred;
+    f.attempt = attempt;
+    return f;
+  }
 };
 
 struct GovEvent {
@@ -219,15 +253,18 @@ class Governor {
   using PredictFn = std::function<Prediction(const JobKey&)>;
   using LearnFn = std::function<void(const JobRecord&)>;
   using PeakFn = std::function<void(const JobKey&, Bytes)>;
+  using FactFn = std::function<void(const JobFact&)>;
 
   // `predict` answers for a job when it is submitted and again while it
   // waits; `learn` (optional) is told about every attempt that ends.
   Governor(GovernorConfig config, PredictFn predict, LearnFn learn = nullptr);
   // Told once per attempt when a running job has fallen below half its
-  // peak after live_min_s: its peak is known before it exits (a prior is
+  // peak after live.min_s: its peak is known before it exits (a prior is
   // calibrated on it, Predictor::observe_peak). Predictions are asked
   // again after it.
   void on_past_peak(PeakFn fn) { past_peak_ = std::move(fn); }
+  // Told every JobFact as it happens.
+  void on_fact(FactFn fn) { fact_ = std::move(fn); }
 
   // A wrapper asks to run a job. It waits until step() admits it. A job
   // the build's own launcher sends to a distributed engine names it
@@ -332,6 +369,9 @@ class Governor {
   bool try_thaw(const MemoryView& view, double now, Decisions& out);
   void start(GovJob& j, double now, Decisions& out);
   void event(double now, EventKind kind, JobId job, std::string reason);
+  void tell(const JobFact& f) {
+    if (fact_) fact_(f);
+  }
   void count(Counter c, std::int64_t by = 1) { counters_[c] += by; }
   std::vector<GovJob*> by_state(JobState s);
   // The newest job that may be frozen (running) or killed (running or
@@ -361,6 +401,7 @@ class Governor {
   PredictFn predict_;
   LearnFn learn_;
   PeakFn past_peak_;
+  FactFn fact_;
   // Jobs not yet done: every decision iterates these, so the thousands a
   // long build has finished cost nothing per step.
   std::map<JobId, GovJob> jobs_;

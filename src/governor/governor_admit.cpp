@@ -18,11 +18,7 @@ using namespace governor_detail;
 void Governor::start(GovJob& j, double now, Decisions& out) {
   j.state = JobState::running;
   j.start_t = now;
-  if (j.first_start_t < 0) {
-    j.first_start_t = now;
-    j.first_pred = j.pred;
-  }
-  j.wait_s += now - j.queued_t;
+  tell(JobFact::of(JobFact::Kind::started, j.id, now, now - j.queued_t, j.pred));
   j.attempts += 1;
   j.attempt_peak = 0;
   j.peak_told = false;
@@ -50,7 +46,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   });
 
   bool pressure = thrashing_ || !by_state(JobState::frozen).empty() || !by_state(JobState::killing).empty() ||
-                  view.build_used >= scale(effective_limit(view), cfg_.freeze_frac);
+                  view.build_used >= scale(effective_limit(view), cfg_.pressure.freeze_frac);
   Bytes left = headroom(view);
   int free_slots = cfg_.slots - busy_slots();
   Bytes starve_reserve = 0;
@@ -61,7 +57,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     Bytes need = std::max(j->pred.peak, j->peak_floor);
     // A remote job takes a free remote slot of its engine if there is one
     // (it weighs nothing here then); it gives it back if not admitted.
-    j->remote_slot = j->placement == Placement::remote && remote_free(j->engine) > 0;
+    j->where.remote_slot = j->where.placement == Placement::remote && remote_free(j->where.engine) > 0;
     bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
     bool fits_mem = !pressure && need <= left - starve_reserve;
     Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
@@ -90,7 +86,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       free_slots -= j->weight(cfg_.slots);
       continue;
     }
-    j->remote_slot = false;
+    j->where.remote_slot = false;
     if (!shadow_tried) {
       // The first job that cannot start: later jobs may not delay it
       // unless that ends both sooner.
@@ -254,10 +250,10 @@ void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now
   int busy = remote_busy(cfg_.offload.engine);
   for (GovJob* j : queue) {
     if (busy >= cfg_.offload.slots) return;
-    if (j->state != JobState::waiting || !j->blocked_by_memory || j->placement != Placement::local ||
+    if (j->state != JobState::waiting || !j->blocked_by_memory || j->where.placement != Placement::local ||
         !cfg_.offload.takes || !cfg_.offload.takes(j->key))
       continue;
-    JobKey key = with_engine(j->local_key, cfg_.offload.engine);
+    JobKey key = with_engine(j->where.local_key, cfg_.offload.engine);
     Prediction pred = predict_(key);
     if (pred.peak > left) continue;
     event(now, EventKind::offload, j->id,
@@ -266,8 +262,8 @@ void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now
     j->key = key;
     j->pred = pred;
     j->peak_floor = 0;  // what it needed here is not what its client needs
-    j->placement = Placement::offloaded;
-    j->engine = cfg_.offload.engine;
+    j->where.placement = Placement::offloaded;
+    j->where.engine = cfg_.offload.engine;
     count(Counter::offloaded);
     start(*j, now, out);
     left -= pred.peak;
@@ -283,7 +279,7 @@ void Governor::decline_jobs(double now, Decisions& out) {
   for (auto& [id, j] : jobs_) {
     if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
     j.state = JobState::done;
-    j.wait_s += now - j.queued_t;
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
     count(Counter::declined);
     event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queued_t));
     out.decline.push_back(id);
@@ -311,8 +307,8 @@ Bytes Governor::cold_need(const GovJob& j, double now) const {
     const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);
     if (falling) ++confirmed;
     else if (r.speculative) ++in_flight;
-    if (now - r.start_t < cfg_.live_min_s || r.attempt_peak <= 0) continue;
-    const double margin = falling ? cfg_.live_margin_falling : cfg_.live_margin_rising;
+    if (now - r.start_t < cfg_.live.min_s || r.attempt_peak <= 0) continue;
+    const double margin = falling ? cfg_.live.margin_falling : cfg_.live.margin_rising;
     best_w = std::max(best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
   }
   if (best_w <= 0 || in_flight >= std::max(1, confirmed)) return 0;

@@ -10,29 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/build_summary.hpp"
 #include "core/job.hpp"
 #include "util/result.hpp"
 
 namespace memgate {
-
-// One line of `memgate history`.
-struct BuildSummary {
-  std::int64_t id = 0;
-  std::string cwd;
-  std::string command;
-  double start_unix = 0;
-  double wall_s = 0;
-  int exit_status = 0;
-  Bytes peak_bytes = 0;
-  Bytes budget = 0;
-  int job_count = 0;
-  double wait_s = 0;  // total time jobs waited for memory
-};
-
-// The summary line of a stored build: job count, and the time jobs waited
-// for memory (the governor's "wait_memory_ms" counter, or else the sum of
-// the jobs' admission waits).
-BuildSummary summarize_build(const BuildRecord& build);
 
 class History {
  public:

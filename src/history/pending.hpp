@@ -2,7 +2,8 @@
 // another process past the short wait `memgate run` allows, or unusable)
 // is not lost: it is saved to a side database beside it,
 // `<db>.pending-<pid>-<n>`, and the next `memgate run` that opens the
-// database merges every such file and removes it (issue 12, item 7).
+// database merges every such file and removes it: a locked history
+// never stalls a build, nor loses its record.
 //
 // The side file is an ordinary history database, written by the same code,
 // so nothing new has to be parsed. It is created O_CREAT|O_EXCL|O_NOFOLLOW

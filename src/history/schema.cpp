@@ -65,7 +65,7 @@ CREATE INDEX jobs_identity ON jobs (identity);
 CREATE INDEX jobs_klass ON jobs (klass);
 )sql";
 
-// v2: where each job ran (issue 15): "local", "remote" (the build's own
+// v2: where each job ran: "local", "remote" (the build's own
 // launcher sent it to a distributed engine), "offloaded" (memgate did),
 // and the engine. Rows of older builds read as local.
 constexpr std::string_view kV2 = R"sql(

@@ -93,25 +93,6 @@ JobRecord read_job(const sql::Stmt& st) {
 
 }  // namespace
 
-BuildSummary summarize_build(const BuildRecord& b) {
-  BuildSummary s;
-  s.id = b.id;
-  s.cwd = b.cwd;
-  s.command = b.command;
-  s.start_unix = b.start_unix;
-  s.wall_s = b.wall_s();
-  s.exit_status = b.exit_status;
-  s.peak_bytes = b.peak_bytes;
-  s.budget = b.budget;
-  s.job_count = static_cast<int>(b.jobs.size());
-  if (auto it = b.counters.find(Counter::wait_memory_ms); it != b.counters.end()) {
-    s.wait_s = static_cast<double>(it->second) / 1000.0;
-  } else {
-    for (const auto& j : b.jobs) s.wait_s += j.wait_s;
-  }
-  return s;
-}
-
 void SqliteHistory::warn_once(const std::string& what, const std::string& why) {
   if (warned_) return;
   warned_ = true;
@@ -141,8 +122,9 @@ Result<std::int64_t> SqliteHistory::save_build(const BuildRecord& b) {
   auto st = db_.prepare(kInsertBuild);
   if (!st) return fail(st.error());
   st->bind(1, b.cwd).bind(2, b.command).bind(3, b.start_unix).bind(4, b.end_unix).bind(5, b.exit_status);
-  st->bind(6, b.capacity).bind(7, b.budget).bind(8, b.slots).bind(9, b.peak_bytes);
+  // The list shows what the build's own view shows: the one summary.
   const BuildSummary sum = summarize_build(b);
+  st->bind(6, b.capacity).bind(7, b.budget).bind(8, b.slots).bind(9, sum.peak_bytes);
   st->bind(10, sum.job_count).bind(11, sum.wait_s);
   st->bind(12, codec::encode_counters(b.counters)).bind(13, codec::encode_series(b.memory));
   st->bind(14, codec::encode_events(b.events));
@@ -171,7 +153,7 @@ std::vector<BuildSummary> SqliteHistory::list_builds(int limit) {
     s.wall_s = st->real(4) - s.start_unix;
     s.exit_status = static_cast<int>(st->int64(5));
     s.peak_bytes = st->int64(6);
-    s.budget = st->int64(7);
+    s.budget = st->int64(7);  // (a list row: capacity, failed and frozen_s are not stored)
     s.job_count = static_cast<int>(st->int64(8));
     s.wait_s = st->real(9);
     out.push_back(std::move(s));

@@ -272,4 +272,14 @@ Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows
   return w;
 }
 
+std::vector<Bytes> measured_peaks(std::string_view csv, const NvccShape& shape) {
+  auto rows = parse_jobs_csv(csv);
+  if (!rows) return {};
+  auto w = workload_from_measurements(*rows, shape);
+  if (!w) return {};
+  std::vector<Bytes> peaks;
+  for (const PlanJob& j : w->jobs) peaks.push_back(j.peak);
+  return peaks;
+}
+
 }  // namespace memgate::plan

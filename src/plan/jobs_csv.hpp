@@ -76,7 +76,7 @@ std::vector<MeasuredRow> base_measurements(const std::vector<MeasuredRow>& rows)
 // One nvcc job compiling `file` with the base file's figures.
 PlanJob nvcc_job(const MeasuredRow& base, const std::string& file, const NvccShape& shape);
 
-// One row as the job it measured (issue 13's bench, bench/packing.cpp):
+// One row as the job it measured (for bench/packing.cpp):
 // its own peak, CPU time and profile, min(threads, targets) pipelines at
 // once. A contended row's wall time is inflated by its neighbour, so its
 // duration is taken from its CPU time instead: per-target CPU times the
@@ -91,5 +91,13 @@ struct Workload {
 
 // Steps 1-3 above. Errors if the table has no usable row.
 Result<Workload> workload_from_measurements(const std::vector<MeasuredRow>& rows, const NvccShape& shape);
+
+// Each job's peak in the workload the table `csv` gives for `shape`;
+// empty when it has no usable row.
+std::vector<Bytes> measured_peaks(std::string_view csv, const NvccShape& shape);
+
+// The flash-attn measurements shipped in the binary
+// (tests/fixtures/flash-attn/flash-attn-nvcc-jobs.csv at build time).
+std::string_view shipped_flash_attn_measurements();
 
 }  // namespace memgate::plan

@@ -34,7 +34,7 @@ std::string write_all(int fd, std::string_view content) {
 // The temporary file is made by mkostemp (O_CREAT|O_EXCL, a random name)
 // in the target's own directory: memgate often runs as root, and a
 // predictable name there (`<path>.tmp-<pid>`) let another user plant a
-// symlink that root then wrote through (issue 12, item 1). rename()
+// symlink that root then wrote through. rename()
 // replaces the final name itself and never follows a symlink there.
 Status write_file_atomically(const std::string& path, std::string_view content) {
   const auto slash = path.find_last_of('/');

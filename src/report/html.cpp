@@ -57,16 +57,16 @@ void append_head(std::string& out, const BuildRecord& b) {
 void headroom_card(std::string& out, const BuildFacts& f) {
   out += "<div class=\"card\" id=\"headroom\"><h3>How close to the budget</h3>";
   if (f.budget <= 0) {
-    fmt::format_to(Out(out), "<p class=\"big\">Peak {}</p><p>budget not recorded</p></div>\n", format_bytes(f.peak));
+    fmt::format_to(Out(out), "<p class=\"big\">Peak {}</p><p>budget not recorded</p></div>\n", format_bytes(f.peak_bytes));
     return;
   }
-  const double ratio = double(f.peak) / double(f.budget);
+  const double ratio = double(f.peak_bytes) / double(f.budget);
   const char* level = ratio > 0.95 ? "hi" : ratio > 0.8 ? "mid" : "lo";  // gauge colour
   fmt::format_to(Out(out),
                  "<p class=\"big\">{:.0f}% of the budget</p>"
                  "<div class=\"gauge\" title=\"peak / budget\"><span class=\"{}\" style=\"width:{:.1f}%\"></span></div>"
                  "<p>peak {} of {} budget",
-                 100 * ratio, level, std::min(100.0, 100 * ratio), format_bytes(f.peak), format_bytes(f.budget));
+                 100 * ratio, level, std::min(100.0, 100 * ratio), format_bytes(f.peak_bytes), format_bytes(f.budget));
   if (f.capacity > 0) fmt::format_to(Out(out), " ({} machine)", format_bytes(f.capacity));
   out += "</p></div>\n";
 }
@@ -74,7 +74,7 @@ void headroom_card(std::string& out, const BuildFacts& f) {
 // What limited the build: the summary's verdict, and what memgate did.
 void limit_card(std::string& out, const BuildFacts& f) {
   const bool mem = f.memory_bound >= kBoundThreshold, cpu = f.cpu_bound >= kBoundThreshold;
-  const char* headline = f.jobs == 0                                  ? "Nothing gated"
+  const char* headline = f.job_count == 0                                  ? "Nothing gated"
                          : f.memory_bound < 0 && f.cpu_bound < 0    ? "Not recorded"
                          : mem && cpu                               ? "Memory and CPU"
                          : mem                                      ? "Memory"
@@ -88,6 +88,7 @@ void limit_card(std::string& out, const BuildFacts& f) {
   };
   add(f.freezes, "freeze", "freezes");
   add(f.requeues, "requeue", "requeues");
+  add(f.retries, "retry", "retries");
   add(f.oom_kills, "OOM kill", "OOM kills");
   add(f.ran_alone, "job run alone", "jobs run alone");
   if (f.jobs_waited > 0) acted.push_back(fmt::format("{} jobs held back by memory", f.jobs_waited));
@@ -101,7 +102,7 @@ void limit_card(std::string& out, const BuildFacts& f) {
 
 void totals_card(std::string& out, const BuildRecord& b, const BuildFacts& f) {
   fmt::format_to(Out(out), "<div class=\"card\" id=\"totals\"><h3>Build</h3><p class=\"big\">{}</p><p>{} jobs",
-                 format_duration(f.wall_s), f.jobs);
+                 format_duration(f.wall_s), f.job_count);
   if (f.failed > 0) fmt::format_to(Out(out), " ({} failed)", f.failed);
   fmt::format_to(Out(out), ", {:.1f} objects/min, {} CPU slots</p></div>\n", f.objects_per_min, b.slots);
 }
@@ -145,14 +146,14 @@ std::string share(double fraction) {
 void append_summary(std::string& out, const BuildRecord& b, const BuildFacts& f) {
   out += "<h2>Details</h2>\n<table id=\"summary\">\n";
   row(out, "Wall time", format_duration(f.wall_s));
-  row(out, "Jobs", f.failed > 0 ? fmt::format("{} ({} failed)", f.jobs, f.failed) : std::to_string(f.jobs));
+  row(out, "Jobs", f.failed > 0 ? fmt::format("{} ({} failed)", f.job_count, f.failed) : std::to_string(f.job_count));
   row(out, "Objects per minute", fmt::format("{:.1f}", f.objects_per_min));
-  row(out, "Peak memory", format_bytes(f.peak));
+  row(out, "Peak memory", format_bytes(f.peak_bytes));
   row(out, "Budget", f.budget > 0 ? format_bytes(f.budget) : "unknown");
-  if (f.budget > 0) row(out, "Peak / budget", fmt::format("{:.0f}%", 100.0 * double(f.peak) / double(f.budget)));
+  if (f.budget > 0) row(out, "Peak / budget", fmt::format("{:.0f}%", 100.0 * double(f.peak_bytes) / double(f.budget)));
   row(out, "Capacity", f.capacity > 0 ? format_bytes(f.capacity) : "unknown");
   row(out, "CPU slots", std::to_string(b.slots));
-  row(out, "Time jobs waited for memory", format_duration(f.wait_memory_s));
+  row(out, "Time jobs waited for memory", format_duration(f.wait_s));
   row(out, "Jobs held back by memory", std::to_string(f.jobs_waited));
   row(out, "Time jobs were frozen", format_duration(f.frozen_s));
   row(out, "Freezes", std::to_string(f.freezes));

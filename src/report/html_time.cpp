@@ -30,26 +30,35 @@ constexpr int kMinTimeTickPx = 80;
 constexpr int kAxisRow = 18;
 constexpr int kEventRow = 11;
 
-// Every governor event kind, in lane order, with its label and colour.
+// Each governor event kind's lane: its place, label and colour. A switch
+// without a default, so a kind added to core/job.hpp without a style here
+// does not compile (-Wswitch, made an error for this function).
 struct EventStyle {
-  EventKind kind;
+  int lane;
   const char* label;
   const char* colour;
 };
-constexpr std::array<EventStyle, 12> kEventStyles = {{
-    {EventKind::pressure, "pressure", "#7f7f7f"},
-    {EventKind::freeze, "freeze", "#1f77b4"},
-    {EventKind::thaw, "thaw", "#2ca02c"},
-    {EventKind::kill, "kill", "#ff7f0e"},
-    {EventKind::requeue, "requeue", "#d62728"},
-    {EventKind::oom_kill, "OOM kill", "#9467bd"},
-    {EventKind::retry, "retry", "#8c564b"},
-    {EventKind::gave_up, "gave up", "#000000"},
-    {EventKind::alone, "ran alone", "#e377c2"},
-    {EventKind::overshoot, "overshoot", "#bcbd22"},
-    {EventKind::offload, "offload", "#17becf"},
-    {EventKind::decline, "decline", "#aec7e8"},
-}};
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+constexpr EventStyle style_of(EventKind kind) {
+  switch (kind) {
+    case EventKind::pressure: return {0, "pressure", "#7f7f7f"};
+    case EventKind::freeze: return {1, "freeze", "#1f77b4"};
+    case EventKind::thaw: return {2, "thaw", "#2ca02c"};
+    case EventKind::kill: return {3, "kill", "#ff7f0e"};
+    case EventKind::requeue: return {4, "requeue", "#d62728"};
+    case EventKind::oom_kill: return {5, "OOM kill", "#9467bd"};
+    case EventKind::retry: return {6, "retry", "#8c564b"};
+    case EventKind::gave_up: return {7, "gave up", "#000000"};
+    case EventKind::alone: return {8, "ran alone", "#e377c2"};
+    case EventKind::overshoot: return {9, "overshoot", "#bcbd22"};
+    case EventKind::offload: return {10, "offload", "#17becf"};
+    case EventKind::decline: return {11, "decline", "#aec7e8"};
+    case EventKind::fallback: return {12, "fallback", "#98df8a"};
+  }
+  return {99, "?", "#000000"};
+}
+#pragma GCC diagnostic pop
 
 // Maps seconds to integer pixels; the same for both plots.
 struct Scale {
@@ -84,7 +93,7 @@ std::string points_of(const std::vector<MemSample>& series, const Scale& s, cons
 // The memory plot and its y labels (appended to `labels`, the left column).
 void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, const BuildFacts& f,
                   const std::vector<MemSample>& reserved, const Scale& s) {
-  Bytes most = std::max({f.peak, f.budget, Bytes{1}});
+  Bytes most = std::max({f.peak_bytes, f.budget, Bytes{1}});
   for (const auto& r : reserved) most = std::max(most, r.bytes);
   const int plot_h = kMemHeight - kMemTop - kMemBottom;
   const Bytes step = byte_tick_step(most + most / 20, plot_h, kMinTickPx);
@@ -125,11 +134,11 @@ void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, c
   if (peak != used.end()) {
     // The recorded peak (cgroup high-water mark) may fall between samples:
     // marked at the highest sample's time, at the recorded height.
-    const int cx = s.x(peak->t_s), cy = y(std::max(f.peak, peak->bytes));
+    const int cx = s.x(peak->t_s), cy = y(std::max(f.peak_bytes, peak->bytes));
     const bool right = cx > s.x(s.t_end) - 120;  // label to the left near the end
     fmt::format_to(Out(out), "<circle class=\"pk\" cx=\"{0}\" cy=\"{1}\" r=\"3.5\"><title>peak {2} (highest sample {7} at {3})</title></circle>"
                    "<text class=\"pt\" x=\"{4}\" y=\"{5}\"{6}>peak {2}</text>\n",
-                   cx, cy, format_bytes(std::max(f.peak, peak->bytes)), format_duration(peak->t_s),
+                   cx, cy, format_bytes(std::max(f.peak_bytes, peak->bytes)), format_duration(peak->t_s),
                    right ? cx - 7 : cx + 7, std::max(kMemTop + 8, cy + 3), right ? " text-anchor=\"end\"" : "",
                    format_bytes(peak->bytes));
   }
@@ -137,12 +146,11 @@ void memory_chart(std::string& out, std::string& labels, const BuildRecord& b, c
 }
 
 // The kinds of event that occurred, in lane order.
-std::vector<const EventStyle*> event_lanes(const BuildRecord& b) {
-  std::vector<const EventStyle*> lanes;
-  for (const auto& st : kEventStyles) {
-    if (std::any_of(b.events.begin(), b.events.end(), [&](const BuildEvent& e) { return e.kind == st.kind; }))
-      lanes.push_back(&st);
-  }
+std::vector<EventKind> event_lanes(const BuildRecord& b) {
+  std::vector<EventKind> lanes;
+  for (const BuildEvent& e : b.events)
+    if (std::find(lanes.begin(), lanes.end(), e.kind) == lanes.end()) lanes.push_back(e.kind);
+  std::sort(lanes.begin(), lanes.end(), [](EventKind x, EventKind y) { return style_of(x).lane < style_of(y).lane; });
   return lanes;
 }
 
@@ -150,13 +158,13 @@ void event_strip(std::string& out, std::string& labels, const BuildRecord& b, co
   const auto lanes = event_lanes(b);
   for (size_t r = 0; r < lanes.size(); ++r) {
     const int y = kAxisRow + static_cast<int>(r) * kEventRow;
-    const std::string_view kind = name(lanes[r]->kind);
+    const std::string_view kind = name(lanes[r]);
     fmt::format_to(Out(out), "<rect class=\"evlane\" data-kind=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
                    kind, kPlotLeft, y, s.width, kEventRow - 1);
     fmt::format_to(Out(labels), "<text class=\"evl\" data-kind=\"{}\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                   kind, kAxisColumn - 4, y + 8, lanes[r]->label);
+                   kind, kAxisColumn - 4, y + 8, style_of(lanes[r]).label);
     for (const auto& e : b.events) {
-      if (e.kind != lanes[r]->kind) continue;
+      if (e.kind != lanes[r]) continue;
       std::string who;
       if (e.job >= 0 && static_cast<size_t>(e.job) < b.jobs.size()) who = b.jobs[static_cast<size_t>(e.job)].key.identity;
       fmt::format_to(Out(out), "<rect class=\"ev k-{}\" x=\"{}\" y=\"{}\" width=\"3\" height=\"{}\"><title>{} at {}: {} {}</title></rect>\n",
@@ -242,7 +250,7 @@ std::string legends(const BuildFacts& f, bool reserved) {
   if (reserved) out += " <span class=\"sw reserved\"></span>reserved (predicted peaks of running jobs)";
   else out += " (reserved: no predictions recorded)";
   if (f.budget > 0) out += fmt::format(" <span class=\"sw budget\"></span>budget {}", format_bytes(f.budget));
-  out += fmt::format(" <span class=\"sw pk\"></span>peak {}</p>\n", format_bytes(f.peak));
+  out += fmt::format(" <span class=\"sw pk\"></span>peak {}</p>\n", format_bytes(f.peak_bytes));
   out += "<p class=\"legend\" id=\"peak-legend\">Job peak: ";
   const char* names[] = {"p0", "p1", "p2", "p3"};
   for (int i = 0; i < 4; ++i) {
@@ -274,7 +282,7 @@ span.budget{border-top:2px dashed #c00;height:0}span.pk{width:7px;height:7px;bor
 span.p0{background:#b9d7ee}span.p1{background:#6aa6d8}span.p2{background:#f0a83c}span.p3{background:#c8331d}
 span.f{background:#888;border:1px solid #c00}span.attempt{border:1px dashed #c8331d;height:8px}
 )css";
-  for (const auto& st : kEventStyles) css += fmt::format(".k-{}{{fill:{}}}", name(st.kind), st.colour);
+  for (const EventKind kind : all_event_kinds()) css += fmt::format(".k-{}{{fill:{}}}", name(kind), style_of(kind).colour);
   css += '\n';
   return css;
 }

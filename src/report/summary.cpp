@@ -18,13 +18,6 @@ std::int64_t counter(const BuildRecord& b, Counter c) { return get(b.counters, c
 
 bool has_counter(const BuildRecord& b, Counter c) { return b.counters.count(c) > 0; }
 
-double wall_time(const BuildRecord& b) {
-  if (b.wall_s() > 0) return b.wall_s();
-  double end = 0;  // a record without wall-clock times: the last job's end
-  for (const auto& j : b.jobs) end = std::max(end, j.end_s);
-  return end;
-}
-
 std::string plural(std::int64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -67,28 +60,9 @@ std::string limit_verdict(double memory_bound, double cpu_bound, int jobs) {
 
 BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   BuildFacts f;
-  f.wall_s = wall_time(b);
-  f.jobs = static_cast<int>(b.jobs.size());
-  if (f.jobs == 0) f.jobs = static_cast<int>(counter(b, Counter::jobs));
-  f.failed = static_cast<int>(std::count_if(b.jobs.begin(), b.jobs.end(),
-                                            [](const JobRecord& j) { return j.exit_status != 0; }));
-  if (b.jobs.empty()) f.failed = static_cast<int>(counter(b, Counter::failed));
-  f.objects_per_min = f.wall_s > 0 ? f.jobs * 60.0 / f.wall_s : 0;
-  f.peak = b.peak_bytes;
-  for (const auto& m : b.memory) f.peak = std::max(f.peak, m.bytes);
-  f.budget = b.budget;
-  f.capacity = b.capacity;
-  if (has_counter(b, Counter::wait_memory_ms)) {
-    f.wait_memory_s = counter(b, Counter::wait_memory_ms) / 1000.0;
-  } else {  // older records: all admission waits
-    for (const auto& j : b.jobs) f.wait_memory_s += j.wait_s;
-  }
+  static_cast<BuildSummary&>(f) = summarize_build(b);
+  f.objects_per_min = f.wall_s > 0 ? f.job_count * 60.0 / f.wall_s : 0;
   f.jobs_waited = static_cast<int>(counter(b, Counter::waited_for_memory));
-  if (has_counter(b, Counter::frozen_ms)) {
-    f.frozen_s = counter(b, Counter::frozen_ms) / 1000.0;
-  } else {
-    for (const auto& j : b.jobs) f.frozen_s += j.frozen_s;
-  }
   f.freezes = counter(b, Counter::frozen);
   f.requeues = counter(b, Counter::requeued);
   f.requeued_cpu_s = counter(b, Counter::requeued_cpu_ms) / 1000.0;
@@ -101,7 +75,7 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   };
   f.memory_bound = share(Counter::memory_bound_ms);
   f.cpu_bound = share(Counter::cpu_bound_ms);
-  f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.jobs);
+  f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.job_count);
 
   std::vector<int> order(b.jobs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -139,7 +113,7 @@ bool used_shared_profiles(const BuildRecord& b) {
   });
 }
 
-// Where the jobs ran, when any ran elsewhere (issue 15): "12 jobs ran
+// Where the jobs ran, when any ran elsewhere: "12 jobs ran
 // through distcc (local side at most 38 MiB), 5 offloaded to distcc".
 std::string placement_line(const BuildRecord& b) {
   std::map<std::pair<Placement, std::string>, std::pair<int, Bytes>> by;
@@ -163,11 +137,6 @@ std::string placement_line(const BuildRecord& b) {
   if (const std::int64_t n = counter(b, Counter::declined); n > 0)
     out += fmt::format("{}{} declined after waiting too long", out.empty() ? "" : ", ", plural(n, "job", "jobs"));
   return out;
-}
-
-// True when memgate did more than admit jobs: then the summary says what.
-bool memgate_acted(const BuildFacts& f) {
-  return f.freezes + f.requeues + f.retries + f.oom_kills + f.ran_alone > 0;
 }
 
 // "3 freezes, 1 requeue": the nonzero counters, or all of them when verbose.
@@ -196,25 +165,25 @@ std::string summary_body(const BuildRecord& b, bool verbose) {
   const BuildFacts f = build_facts(b);
   std::vector<std::string> lines;
   std::string status = b.exit_status != 0 ? fmt::format(", exit status {}", b.exit_status) : "";
-  if (f.jobs == 0) {
+  if (f.job_count == 0) {
     lines.push_back(fmt::format("finished in {}{}, no compiler jobs gated", format_duration(f.wall_s), status));
   } else {
-    std::string jobs = plural(f.jobs, "job", "jobs");
+    std::string jobs = plural(f.job_count, "job", "jobs");
     if (f.failed > 0) jobs += fmt::format(" ({} failed)", f.failed);
-    std::string peak = f.budget > 0 ? fmt::format("peak {} of {} ({}%)", format_bytes(f.peak), format_bytes(f.budget),
-                                                  percent(double(f.peak) / double(f.budget)))
-                                    : fmt::format("peak {}", format_bytes(f.peak));
+    std::string peak = f.budget > 0 ? fmt::format("peak {} of {} ({}%)", format_bytes(f.peak_bytes), format_bytes(f.budget),
+                                                  percent(double(f.peak_bytes) / double(f.budget)))
+                                    : fmt::format("peak {}", format_bytes(f.peak_bytes));
     lines.push_back(fmt::format("{} in {} ({:.1f}/min){}, {}", jobs, format_duration(f.wall_s), f.objects_per_min,
                                 status, peak));
     lines.push_back(f.verdict);
   }
   if (auto where = placement_line(b); !where.empty()) lines.push_back(where);
-  if (verbose || memgate_acted(f) || used_shared_profiles(b))
+  if (verbose || memgate_acted(b.counters) || used_shared_profiles(b))
     if (std::string sources = prediction_sources(b); !sources.empty()) lines.push_back(sources);
-  if (verbose || memgate_acted(f)) {
-    if (verbose || f.wait_memory_s > 0 || f.frozen_s > 0)
+  if (verbose || memgate_acted(b.counters)) {
+    if (verbose || f.wait_s > 0 || f.frozen_s > 0)
       lines.push_back(fmt::format("jobs waited {} for memory in total ({} held back), {} frozen",
-                                  format_duration(f.wait_memory_s), plural(f.jobs_waited, "job", "jobs"),
+                                  format_duration(f.wait_s), plural(f.jobs_waited, "job", "jobs"),
                                   format_duration(f.frozen_s)));
     if (std::string counts = action_counts(f, verbose); !counts.empty()) lines.push_back(counts);
     if (!f.heaviest.empty()) {

@@ -6,21 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "core/build_summary.hpp"
 #include "core/job.hpp"
 
 namespace memgate {
 
-struct BuildFacts {
-  double wall_s = 0;
-  int jobs = 0;
-  int failed = 0;             // jobs whose final status was non-zero
+// The build's summary (wall time, jobs, peak, waits: core/build_summary.hpp,
+// the same numbers `memgate history` shows) and what the report adds.
+struct BuildFacts : BuildSummary {
   double objects_per_min = 0;
-  Bytes peak = 0;             // the build's peak memory
-  Bytes budget = 0;
-  Bytes capacity = 0;
-  double wait_memory_s = 0;   // summed time jobs waited for memory
   int jobs_waited = 0;        // jobs that could not start at once for lack of memory
-  double frozen_s = 0;        // summed time jobs were frozen
   std::int64_t freezes = 0;
   std::int64_t requeues = 0;
   double requeued_cpu_s = 0;  // CPU time of the attempts those requeues (and OOM kills) threw away
@@ -45,7 +40,8 @@ std::string limit_verdict(double memory_bound, double cpu_bound, int jobs);
 
 // Every line starts with "memgate: " and ends with '\n' (for stderr): one
 // or two lines (jobs, time, peak against the budget; what limited the
-// build) unless memgate acted (froze, requeued, reran, ran a job alone) or
+// build) unless memgate acted (core/build_summary.hpp: froze, requeued,
+// reran, ran a job alone) or
 // `verbose`, when the waits, the counters and the heaviest jobs follow. A
 // failed build that lost a job to memory ends with format_memory_failure.
 std::string format_summary(const BuildRecord& build);

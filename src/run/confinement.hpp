@@ -1,5 +1,5 @@
-// The build's cgroups and what they say (STYLE: the executor's half of
-// "spawn, reap, measure"): memgate-<pid> below memgate's own memory cgroup,
+// The build's cgroups and what they say (the executor's half of "spawn,
+// reap, measure"; the wrapper spawns): memgate-<pid> below memgate's own memory cgroup,
 // limited to capacity - reserve so the reserve stays free even from
 // processes memgate never gates; a `build` leaf for the build tool; the
 // parent of every job cgroup. It also reads what the build and the rest of

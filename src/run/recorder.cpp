@@ -56,24 +56,53 @@ void Recorder::sample_memory(double t, Bytes used) {
   if (memory_.size() > kLiveSeriesMax) memory_ = downsample_profile(memory_, kLiveSeriesMax / 2);
 }
 
-JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double now) {
+void Recorder::observe(const JobFact& f) {
+  Ledger& l = ledgers_[f.job];
+  auto thaw = [&] {
+    if (l.frozen_since >= 0) l.frozen_s += std::max(0.0, f.t - l.frozen_since);
+    l.frozen_since = -1;
+  };
+  switch (f.kind) {
+    case JobFact::Kind::submitted: l.submit_t = f.t; break;
+    case JobFact::Kind::started:
+      if (l.first_start_t < 0) {
+        l.first_start_t = f.t;
+        l.first_pred = f.pred;
+      }
+      l.wait_s += f.waited_s;
+      break;
+    case JobFact::Kind::frozen: l.frozen_since = f.t; break;
+    case JobFact::Kind::thawed: thaw(); break;
+    case JobFact::Kind::ended:
+      thaw();
+      l.attempts.push_back(f.attempt);
+      break;
+    case JobFact::Kind::left: l.wait_s += f.waited_s; break;
+  }
+}
+
+JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double now) const {
+  static const Ledger kNone;
+  auto it = ledgers_.find(g.id);
+  const Ledger& l = it == ledgers_.end() ? kNone : it->second;
   JobRecord r;
   r.key = g.key;
   r.argv_digest = argv_digest(a.argv);
   r.cwd = a.cwd;
-  r.predicted = g.first_pred;
-  r.submit_s = g.submit_t;
-  r.start_s = g.first_start_t;
+  r.predicted = l.first_pred;
+  r.submit_s = l.submit_t;
+  r.start_s = l.first_start_t;
   r.end_s = now;
-  r.wait_s = g.wait_s;
-  r.frozen_s = g.frozen_s;
+  r.wait_s = l.wait_s;
+  r.frozen_s = l.frozen_s;
   r.cpu_s = a.cpu_s;
-  r.peak_bytes = std::max(g.observed_peak, g.attempt_peak);
+  r.peak_bytes = g.attempt_peak;
+  for (const Attempt& at : l.attempts) r.peak_bytes = std::max(r.peak_bytes, at.peak_bytes);
   r.exit_status = a.exit_status;
   r.attempts = g.attempts;
-  r.attempt_log = g.attempt_log;
-  r.where = g.placement;
-  r.engine = g.engine;
+  r.attempt_log = l.attempts;
+  r.where = g.where.placement;
+  r.engine = g.where.engine;
   double wall = now - a.attempt_start;
   std::vector<MemSample> profile = a.profile;
   profile.push_back(MemSample{wall, 0});
@@ -86,6 +115,7 @@ JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double 
 }
 
 void Recorder::finish(JobId id, JobRecord record) {
+  ledgers_.erase(id);
   index_of_[id] = static_cast<int>(jobs_.size());
   jobs_.push_back(std::move(record));
 }
@@ -104,7 +134,6 @@ BuildRecord Recorder::build_record(const Totals& t) const {
   b.counters = t.counters;
   b.memory = downsample_profile(memory_, kSeriesPoints);
   for (const GovEvent& e : t.events) {
-    if (e.kind == EventKind::overshoot) continue;  // routine: counted, not listed
     auto it = index_of_.find(e.job);
     b.events.push_back(BuildEvent{e.t, e.kind, it == index_of_.end() ? -1 : it->second, e.reason});
   }

@@ -1,6 +1,8 @@
 // What a build leaves behind (ninja's BuildLog, for memgate): each job's
 // record as its attempts end, the build's memory over time, and at the end
 // the BuildRecord that history, the summary and the report files share.
+// A record's times, waits and attempts come from what the governor tells
+// as it happens (JobFact), not from fields the governor keeps for it.
 // No processes and no I/O apart from publish(): tests feed it numbers.
 #pragma once
 
@@ -40,15 +42,18 @@ class Recorder {
   const std::string& command() const { return command_; }
   double start_unix() const { return start_unix_; }
 
+  // What the governor tells of each job (Governor::on_fact).
+  void observe(const JobFact& fact);
+
   // The record of an attempt that ended at `now`. Killed attempts teach
   // the predictor too (what they reached is a floor), so every attempt
   // gets one; only a job's last goes into the build (finish()).
-  static JobRecord make_record(const GovJob& job, const AttemptReport& attempt, double now);
+  JobRecord make_record(const GovJob& job, const AttemptReport& attempt, double now) const;
   void finish(JobId id, JobRecord record);
   std::size_t finished_jobs() const { return jobs_.size(); }
 
   // Everything the build leaves: the governor's counters and events
-  // (routine overshoots left out; job ids become indexes into jobs),
+  // (job ids become indexes into jobs),
   // the server's counters, the memory series and the finished jobs.
   struct Totals {
     double end_unix = 0;
@@ -68,6 +73,17 @@ class Recorder {
   std::vector<MemSample> memory_;
   std::vector<JobRecord> jobs_;
   std::map<JobId, int> index_of_;
+  // One job's facts, until its record is finished.
+  struct Ledger {
+    double submit_t = 0;
+    double first_start_t = -1;
+    Prediction first_pred;  // what its first admission reserved for
+    double wait_s = 0;
+    double frozen_s = 0;
+    double frozen_since = -1;
+    std::vector<Attempt> attempts;
+  };
+  std::map<JobId, Ledger> ledgers_;
 };
 
 // The end of a build: its record saved to history (its id filled in; a

@@ -219,6 +219,7 @@ bool Runner::start_server() {
       gc, [this](const JobKey& k) { return predictor_.predict(k); },
       [this](const JobRecord& r) { predictor_.observe(r); });
   gov_->on_past_peak([this](const JobKey& k, Bytes peak) { predictor_.observe_peak(k, peak); });
+  gov_->on_fact([this](const JobFact& f) { recorder_.observe(f); });
   return true;
 }
 

@@ -21,7 +21,7 @@ struct RunOptions {
   bool no_confine = false;
   bool quiet = false;
   bool verbose = false;  // --verbose: the full summary
-  // Distributed compilation (issue 15).
+  // Distributed compilation (engine/engine.hpp).
   std::string offload;              // --offload ENGINE: send jobs waiting for memory there
   std::optional<int> offload_jobs;  // --offload-jobs N (default: the engine's remote slots)
   double decline_after_s = 0;       // --decline-after S: a build server declines jobs that waited this long

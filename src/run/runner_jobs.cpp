@@ -125,7 +125,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   job.cpu_at_kill_s = 0;
   job.current = 0;
   AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, cpu_s, shell_status(m.status)};
-  JobRecord rec = Recorder::make_record(gov_->job(job.id), attempt, now());
+  JobRecord rec = recorder_.make_record(gov_->job(job.id), attempt, now());
   gov_->learn(rec);
   if (!rerun) {
     job.done = true;
@@ -163,7 +163,7 @@ void Runner::grant(ConnectedJob& job) {
   g.job = job.id;
   g.attempt = gov_->job(job.id).attempts;
   g.cgroups = job.exec->prepare_attempt();
-  if (const GovJob& gj = gov_->job(job.id); gj.placement == Placement::offloaded) g.offload = gj.engine;
+  if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
   job.attempt_start = now();
   job.profile.clear();
   job.profile.push_back(MemSample{0, 0});
@@ -253,7 +253,7 @@ void Runner::log_new_events() {
   const auto& events = gov_->events();
   for (; events_seen_ < events.size(); ++events_seen_) {
     const GovEvent& e = events[events_seen_];
-    if (e.kind == EventKind::overshoot) continue;  // routine; counted, shown in reports
+    if (e.kind == EventKind::overshoot) continue;  // routine: counted, and drawn in the report
     std::string who;
     if (e.job >= 0) who = fmt::format(" job {} ({})", e.job, gov_->job(e.job).key.identity);
     log::info("{}{}: {}", name(e.kind), who, e.reason);

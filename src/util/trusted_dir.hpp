@@ -1,7 +1,7 @@
 // Directories memgate trusts with something it will run (the fallback shim
 // directory). memgate often runs as root on shared machines: a directory
 // that another user can swap, or whose parent another user can write,
-// would let that user choose what root runs (issue 12, item 3).
+// would let that user choose what root runs.
 #pragma once
 
 #include <sys/types.h>

@@ -42,7 +42,8 @@ std::string default_shim_dir();
 
 // Checks, and where needed creates or repairs, the shim directory `dir`
 // (absolute): one symlink per shim name -> memgate_exe, and the marker.
-// Checked on every call, nothing cached (issue 12, item 3):
+// Checked on every call, nothing cached, since the directory is what
+// root will run compilers from:
 // - `dir` and every directory above it pass open_trusted_dir (owned by
 //   root or us; group/other-writable only if sticky, and `dir` never);
 //   everything below is done with *at() calls relative to that fd;

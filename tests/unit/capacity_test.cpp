@@ -131,7 +131,7 @@ TEST(Budget, BadInputIsAClearError) {
   EXPECT_FALSE(compute_budget(machine(0), std::nullopt, std::nullopt).ok());
 }
 
-// Issue 12, item 7: `--memory 1` and `--memory 0.5` gave a 1-byte budget.
+// `--memory 1` and `--memory 0.5` gave a 1-byte budget.
 TEST(Budget, MemoryBelowTheMinimumIsAnError) {
   for (const char* tiny : {"1", "0.5", "1000", "63M", "1%"}) {
     auto b = compute_budget(machine(4 * GiB), std::nullopt, std::string(tiny));

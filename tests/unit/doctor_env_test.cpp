@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "plan/jobs_csv.hpp"
 
 using namespace memgate;
 using namespace memgate::doctor;
@@ -18,6 +19,13 @@ using memgate::test::kFixtures;
 namespace {
 
 const std::string kTree = kFixtures + "/build_env/tree";
+
+// The flash-attn measurements, as the CLI gives them to doctor.
+MeasuredPeaks measured() {
+  return [csv = fixture("flash-attn/flash-attn-nvcc-jobs.csv")](int threads, int targets) {
+    return plan::measured_peaks(csv, plan::NvccShape{threads, targets});
+  };
+}
 
 // The fixture tree with a runner that answers for its programs.
 BuildEnvSources sources(std::map<std::string, std::string> env) {
@@ -38,7 +46,7 @@ BuildEnvSources sources(std::map<std::string, std::string> env) {
     if (it == kOutputs.end()) return std::nullopt;
     return fixture("build_env/outputs/" + it->second);
   };
-  s.measurements_csv = fixture("flash-attn/flash-attn-nvcc-jobs.csv");
+  s.measured_peaks = measured();
   s.cpus = 2;
   s.slots = 2;
   s.available = 20 * GiB;
@@ -237,7 +245,7 @@ TEST(BuildEnvFlashAttn, TheHardRebootMachine) {
   e.slots = 96;
   e.available = 850 * GiB;
   e.budget = 880'000'000'000 - 8 * GiB;
-  e.measurements_csv = fixture("flash-attn/flash-attn-nvcc-jobs.csv");
+  e.measured_peaks = measured();
   auto p = plan_flash_attn(e);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->targets.size(), 6u);
@@ -266,7 +274,7 @@ TEST(BuildEnvFlashAttn, AJobBiggerThanTheBudgetAsksForFewerTargetsAtOnce) {
   e.cpus = e.slots = 2;
   e.available = 21 * GiB;
   e.budget = 22 * GiB;
-  e.measurements_csv = fixture("flash-attn/flash-attn-nvcc-jobs.csv");
+  e.measured_peaks = measured();
   auto checks = check_build_env(e);
   const Check* c = find_check(checks, "flash_attn_max_jobs");
   ASSERT_NE(c, nullptr);
@@ -282,7 +290,7 @@ TEST(BuildEnvFlashAttn, HistoryOfTheSameTargetsWinsOverTheMeasurements) {
   e.env["NVCC_THREADS"] = "2";
   e.cpus = e.slots = 8;
   e.available = e.budget = 64 * GiB;
-  e.measurements_csv = fixture("flash-attn/flash-attn-nvcc-jobs.csv");
+  e.measured_peaks = measured();
   JobRecord j;
   j.key.tool = "nvcc";
   j.key.klass = "nvcc:compile[sm_80,compute_80]";

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "engine/engine.hpp"
+#include "run/recorder.hpp"
 
 using namespace memgate;
 
@@ -20,6 +21,7 @@ struct Fixture {
   std::vector<std::string> learned;  // identities of the records learn() passed on
   GovernorConfig cfg;
   std::unique_ptr<Governor> gov;
+  Recorder rec{"/src", "make", 0};  // keeps what the governor tells of each job, as the runner's does
 
   explicit Fixture(Bytes budget, int slots = 16) {
     cfg.budget = budget;
@@ -36,8 +38,11 @@ struct Fixture {
             return it == preds.end() ? fallback : it->second;
           },
           [this](const JobRecord& r) { learned.push_back(r.key.identity); });
+    gov->on_fact([this](const JobFact& fact) { rec.observe(fact); });
     return *gov;
   }
+  // The job's record as the runner would make it at `now`.
+  JobRecord record(JobId id, double now) { return rec.make_record(g().job(id), AttemptReport{}, now); }
   // A job with a known prediction (from its own history); cold jobs:
   // submit_cold below.
   JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
@@ -230,7 +235,7 @@ TEST(Governor, AJobThatOutgrowsItsPredictionReservesMore) {
   EXPECT_EQ(f.g().counters().at(Counter::overshoot), 1);
 }
 
-// Issue 13, packing: R (6 GiB, 100 s) runs in a 10 GiB budget; waiting
+// Packing: R (6 GiB, 100 s) runs in a 10 GiB budget; waiting
 // are L (7 GiB, 300 s), A (4 GiB, 150 s) and H (4 GiB, 20 s). L fits when
 // R ends at 100 s. A fits now but would hold its 4 GiB until 151 s.
 namespace {
@@ -356,7 +361,7 @@ TEST(GovernorPressure, ThawsOnlyAfterMemoryStaysLow) {
   Pressure f;
   f.g().step(used(3950 * MiB), 1);  // freezes c
   f.g().sample(f.a, 100 * MiB, 1 * GiB, 2);
-  // Low, but not yet for thaw_hold_s.
+  // Low, but not yet for pressure.thaw_hold_s.
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 2).thaw.empty());
   EXPECT_TRUE(f.g().step(used(2200 * MiB), 2.5).thaw.empty());
   // A spike resets the hold.
@@ -366,7 +371,7 @@ TEST(GovernorPressure, ThawsOnlyAfterMemoryStaysLow) {
   Decisions d = f.g().step(used(2200 * MiB), 4.1);
   EXPECT_EQ(d.thaw, std::vector<JobId>{f.c});
   EXPECT_EQ(f.g().job(f.c).state, JobState::running);
-  EXPECT_NEAR(f.g().job(f.c).frozen_s, 3.1, 1e-9);
+  EXPECT_NEAR(f.record(f.c, 4.1).frozen_s, 3.1, 1e-9);
 }
 
 TEST(GovernorPressure, ThawsAtOnceWhenNothingElseCanRun) {
@@ -391,10 +396,10 @@ TEST(GovernorPressure, KillsTheNewestJobAndRequeuesItWithMoreMemory) {
   EXPECT_EQ(c.state, JobState::waiting);
   EXPECT_GE(c.peak_floor, 1500 * MiB);
   EXPECT_EQ(f.g().counters().at(Counter::requeued), 1);
-  EXPECT_EQ(c.attempt_log.back().outcome, Outcome::requeued);
+  EXPECT_EQ(f.record(f.c, 3).attempt_log.back().outcome, Outcome::requeued);
 }
 
-// Issue 13, the cost of optimism: what freezes and requeues took, in
+// The cost of optimism: what freezes and requeues took, in
 // job-seconds frozen and CPU-seconds of work thrown away.
 TEST(GovernorPressure, CountsTheCostOfOptimism) {
   Pressure f;
@@ -411,7 +416,7 @@ TEST(GovernorPressure, CountsTheCostOfOptimism) {
   ASSERT_EQ(d.kill, std::vector<JobId>{f.c});
   ASSERT_TRUE(f.g().exited(f.c, ExitKind::killed_by_us, 137, 3.5, 3.25));
   EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 3250);
-  EXPECT_DOUBLE_EQ(f.g().job(f.c).attempt_log.back().cpu_s, 3.25);
+  EXPECT_DOUBLE_EQ(f.record(f.c, 3.5).attempt_log.back().cpu_s, 3.25);
   EXPECT_EQ(f.g().counters().at(Counter::retried), 1);
   // A kernel OOM kill costs its CPU too; a job that finishes costs nothing.
   ASSERT_TRUE(f.g().exited(f.b, ExitKind::oom_killed, 137, 4, 0.5));
@@ -527,7 +532,7 @@ TEST(Governor, RecordsWaitTimeAcrossAttempts) {
   f.g().step(used(0), 0);
   f.g().exited(a, ExitKind::finished, 0, 5);
   f.g().step(used(0), 5);
-  EXPECT_DOUBLE_EQ(f.g().job(b).wait_s, 5);
+  EXPECT_DOUBLE_EQ(f.record(b, 5).wait_s, 5);
   EXPECT_EQ(f.g().job(b).state, JobState::running);
 }
 
@@ -543,7 +548,7 @@ TEST(Governor, AWrapperThatLeavesWhileWaitingIsCancelled) {
   EXPECT_TRUE(f.g().step(used(0), 2).admit.empty());
 }
 
-// Issue 15: offload and decline.
+// Offload and decline.
 namespace {
 
 GovernorConfig::Offload distcc_offload(int slots) {
@@ -578,13 +583,13 @@ TEST(GovernorOffload, AJobWaitingForLocalMemoryGoesToTheEngine) {
   Decisions d = f.g().step(used(0), 0);
   // One runs here, two go out (the engine's slots), one waits.
   ASSERT_EQ(d.admit.size(), 3u);
-  EXPECT_EQ(f.g().job(ids[0]).placement, Placement::local);
+  EXPECT_EQ(f.g().job(ids[0]).where.placement, Placement::local);
   int offloaded = 0;
   for (JobId id : d.admit) {
     const GovJob& j = f.g().job(id);
-    if (j.placement != Placement::offloaded) continue;
+    if (j.where.placement != Placement::offloaded) continue;
     ++offloaded;
-    EXPECT_EQ(j.engine, "distcc");
+    EXPECT_EQ(j.where.engine, "distcc");
     EXPECT_EQ(j.key.identity.rfind("distcc>", 0), 0u);
     EXPECT_EQ(j.pred.peak, 50 * MiB);
     EXPECT_EQ(j.weight(16), 0);
@@ -623,7 +628,7 @@ TEST(GovernorOffload, AJobTheBuildSendsToAnEngineIsRemoteAndPredictedAsTheEngine
   f.preds["distcc>a"] = light;
   JobId id = f.g().submit(compile_key("a"), 0, "distcc");
   const GovJob& j = f.g().job(id);
-  EXPECT_EQ(j.placement, Placement::remote);
+  EXPECT_EQ(j.where.placement, Placement::remote);
   EXPECT_EQ(j.key.identity, "distcc>a");
   EXPECT_EQ(j.pred.peak, 30 * MiB);
   EXPECT_EQ(get(f.g().counters(), Counter::remote), 1);
@@ -649,7 +654,7 @@ TEST(GovernorRemote, RemoteJobsTakeTheEnginesSlotsNotLocalOnes) {
   int on_remote_slots = 0;
   for (JobId id : d.admit) {
     const GovJob& j = f.g().job(id);
-    if (j.remote_slot) {
+    if (j.where.remote_slot) {
       ++on_remote_slots;
       EXPECT_EQ(j.weight(2), 0);
     } else {
@@ -661,11 +666,11 @@ TEST(GovernorRemote, RemoteJobsTakeTheEnginesSlotsNotLocalOnes) {
   // A remote slot given back goes to the next remote job.
   JobId done = -1;
   for (JobId id : d.admit)
-    if (f.g().job(id).remote_slot) done = id;
+    if (f.g().job(id).where.remote_slot) done = id;
   f.g().exited(done, ExitKind::finished, 0, 1);
   d = f.g().step(used(0), 1);
   ASSERT_EQ(d.admit.size(), 1u);
-  EXPECT_TRUE(f.g().job(d.admit[0]).remote_slot);
+  EXPECT_TRUE(f.g().job(d.admit[0]).where.remote_slot);
 }
 
 TEST(GovernorRemote, AnEngineOfUnknownCapacityTakesLocalSlots) {
@@ -680,7 +685,7 @@ TEST(GovernorRemote, AnEngineOfUnknownCapacityTakesLocalSlots) {
   }
   Decisions d = f.g().step(used(0), 0);
   ASSERT_EQ(d.admit.size(), 2u);
-  for (JobId id : d.admit) EXPECT_FALSE(f.g().job(id).remote_slot);
+  for (JobId id : d.admit) EXPECT_FALSE(f.g().job(id).where.remote_slot);
 }
 
 TEST(GovernorRemote, OffloadSharesTheEnginesSlotsWithRemoteJobs) {
@@ -699,9 +704,9 @@ TEST(GovernorRemote, OffloadSharesTheEnginesSlotsWithRemoteJobs) {
     f.g().submit(compile_key(id), 0);
   }
   Decisions d = f.g().step(used(0), 0);
-  EXPECT_TRUE(f.g().job(r).remote_slot);
+  EXPECT_TRUE(f.g().job(r).where.remote_slot);
   int offloaded = 0;
-  for (JobId id : d.admit) offloaded += f.g().job(id).placement == Placement::offloaded;
+  for (JobId id : d.admit) offloaded += f.g().job(id).where.placement == Placement::offloaded;
   // r holds one of distcc's two slots: one compile here, one offloaded,
   // and one waits for memory.
   EXPECT_EQ(offloaded, 1);
@@ -718,13 +723,13 @@ TEST(GovernorRemote, AJobTheEngineRanHereIsRecordedLocal) {
   f.preds["distcc>a"] = light;
   JobId id = f.g().submit(compile_key("a"), 0, "distcc");
   f.g().step(used(0), 0);
-  ASSERT_TRUE(f.g().job(id).remote_slot);
+  ASSERT_TRUE(f.g().job(id).where.remote_slot);
   f.g().ran_here(id, 2);
   f.g().exited(id, ExitKind::finished, 0, 2);
   const GovJob& j = f.g().job(id);
-  EXPECT_EQ(j.placement, Placement::local);
+  EXPECT_EQ(j.where.placement, Placement::local);
   EXPECT_EQ(j.key.identity, "a");
-  EXPECT_EQ(j.engine, "distcc");
+  EXPECT_EQ(j.where.engine, "distcc");
   EXPECT_EQ(get(f.g().counters(), Counter::fell_back), 1);
   EXPECT_EQ(get(f.g().counters(), Counter::remote), 1);
   bool said = false;
@@ -757,7 +762,7 @@ TEST(GovernorDecline, AServerDeclinesAJobThatWaitedTooLong) {
   EXPECT_EQ(f.g().job(a).state, JobState::running);
 }
 
-// Cold admission (issue 13): a job with nothing better than a default may
+// Cold admission: a job with nothing better than a default may
 // start on what running jobs of its klass show; a few at a time.
 namespace {
 
@@ -789,7 +794,7 @@ TEST(ColdAdmission, AWaitingJobStartsOnItsRunningSiblingsLivePeak) {
   const GovJob& jb = f.g().job(b);
   EXPECT_TRUE(jb.speculative);
   EXPECT_EQ(jb.pred.peak, 3 * GiB / 2);  // A's 1 GiB so far, x1.5 while it still rises
-  EXPECT_EQ(jb.first_pred.source, PredictionSource::build);
+  EXPECT_EQ(f.record(b, 2).predicted.source, PredictionSource::build);
 }
 
 TEST(ColdAdmission, SlowStartOneMorePerJobPastItsPeak) {
@@ -912,7 +917,7 @@ TEST(ColdAdmission, ARunningGuessTakesTheTimingTheBuildLearns) {
 }
 
 // Once per attempt, when a running job has fallen below half its peak after
-// live_min_s, the governor says so (the prior gets calibrated) and asks its
+// live.min_s, the governor says so (the prior gets calibrated) and asks its
 // waiting jobs' predictions again.
 TEST(ColdAdmission, AJobWellPastItsPeakIsToldOnceAndWaitingJobsAreAskedAgain) {
   Fixture f(2 * GiB);
@@ -923,7 +928,7 @@ TEST(ColdAdmission, AJobWellPastItsPeakIsToldOnceAndWaitingJobsAreAskedAgain) {
   ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 300 * MiB, 400 * MiB, 0.5);
   f.g().sample(a, 150 * MiB, 400 * MiB, 0.8);
-  EXPECT_TRUE(told.empty()) << "before live_min_s";
+  EXPECT_TRUE(told.empty()) << "before live.min_s";
   f.g().sample(a, 300 * MiB, 400 * MiB, 1.5);
   EXPECT_TRUE(told.empty()) << "not below half its peak";
   f.preds["b"].peak = 500 * MiB;  // what the calibrated prior says now

@@ -273,7 +273,7 @@ TEST_F(HistoryTest, MigratesAnEmptyFile) {
   EXPECT_EQ(again->list_builds(10).size(), 1u);
 }
 
-// Issue 15: a v1 file (before jobs had a placement) is migrated in place,
+// A v1 file (before jobs had a placement) is migrated in place,
 // and its jobs read as local.
 TEST_F(HistoryTest, JobsOfAVersion1FileReadAsLocal) {
   fs::create_directories(fs::path(path_).parent_path());
@@ -445,7 +445,7 @@ TEST_F(HistoryTest, LockedBeyondTheTimeoutIsAnError) {
   EXPECT_EQ((*h)->list_builds(10).size(), 2u);
 }
 
-// Issue 12, item 7: a run whose save hits a held lock puts its record in
+// A run whose save hits a held lock puts its record in
 // a side file, and the next run merges it: the build is not lost.
 TEST_F(HistoryTest, ARecordTheLockedDatabaseRefusedIsMergedLater) {
   {

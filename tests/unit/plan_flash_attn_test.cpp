@@ -1,4 +1,4 @@
-// Done-means 2 of issue 7: the flash-attn 2.8 kernel build (96 nvcc jobs
+// The flash-attn 2.8 kernel build (96 nvcc jobs
 // from the measured table) on a hypothetical 128-core, 432 GiB machine,
 // and how the answer moves with memory, cores and nvcc --threads.
 #include <gtest/gtest.h>

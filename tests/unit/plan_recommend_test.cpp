@@ -1,4 +1,4 @@
-// Done-means 3 of issue 7: `--recommend` never recommends a job count
+// `--recommend` never recommends a job count
 // whose simulated peak exceeds capacity - reserve, over many random
 // workloads and machines; and more memory never recommends fewer jobs.
 #include <gtest/gtest.h>

@@ -144,7 +144,7 @@ TEST(PlanSim, RecordedContentionIsTakenOutOfTheWallTimes) {
 }
 
 TEST(PlanSim, CpuOthersTookOnALoadedMachineIsNotReadAsWaiting) {
-  // Issue 16: two compiles of 0.88 CPU-s each ran together for 2.2 s on
+  // Two compiles of 0.88 CPU-s each ran together for 2.2 s on
   // 2 cores while a burner beside them took 1.2 cores. Without the burner's
   // CPU they read as 60% waiting and -j8 looks 3x faster; with it, as
   // compiles slowed by the burner, and no job count beats -j2.
@@ -283,7 +283,7 @@ MemgateRun with_policy(const std::vector<PlanJob>& jobs, const Machine& m, Admis
 
 }  // namespace
 
-// Issue 13: a job that would keep a longer one from starting waits when
+// A job that would keep a longer one from starting waits when
 // the longer one will make room for it soon after its peak.
 TEST(PlanMemgate, PackingLetsALongJobStartAndFitsTheNextOneBesideItsTail) {
   // 11 GiB budget. X (300 s, 6 GiB until 20%, then 1 GiB) runs first. L

@@ -148,7 +148,7 @@ TEST(Protocol, BadPayloadsAreErrors) {
   for (const char* p : bad) EXPECT_FALSE(decode_payload(p).ok()) << p;
 }
 
-// Issue 12, item 7: a cpu_weight of INT_MAX (or a negative one) once
+// A cpu_weight of INT_MAX (or a negative one) once
 // reached the predictor, whose peak (per-slot peak x weight) overflowed to
 // -9.2e18 and went into history and the admission arithmetic.
 TEST(Protocol, RequestNumbersOutOfRangeAreProtocolErrors) {
@@ -300,7 +300,7 @@ TEST(BlockingIo, OversizedHeaderIsRejectedBeforeReadingThePayload) {
   close(sv[1]);
 }
 
-// Issue 15: the engine a request goes through, and the runner's offload
+// The engine a request goes through, and the runner's offload
 // and decline.
 TEST(Protocol, EngineOffloadAndDeclineRoundTrip) {
   RequestMsg r = sample_request();

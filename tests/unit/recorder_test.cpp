@@ -8,20 +8,21 @@ using namespace memgate;
 
 namespace {
 
-GovJob finished_job(Bytes peak) {
+// A g++ job submitted at 1 s, admitted at 2 s on a prediction from
+// similar jobs, run once until 12 s: as the governor tells it.
+GovJob finished_job(Recorder& rec, Bytes peak) {
   GovJob g;
   g.id = 7;
   g.key.identity = "obj/a.o";
   g.key.tool = "g++";
-  g.first_pred.peak = 512 * MiB;
-  g.first_pred.source = PredictionSource::similar;
-  g.submit_t = 1;
-  g.first_start_t = 2;
-  g.wait_s = 1;
   g.attempts = 1;
-  g.observed_peak = peak;
   g.attempt_peak = peak;
-  g.attempt_log.push_back(Attempt{2, 12, Outcome::ok, peak});
+  Prediction first;
+  first.peak = 512 * MiB;
+  first.source = PredictionSource::similar;
+  rec.observe(JobFact::of(JobFact::Kind::submitted, 7, 1));
+  rec.observe(JobFact::of(JobFact::Kind::started, 7, 2, 1, first));
+  rec.observe(JobFact::of(JobFact::Kind::ended, 7, 12, 0, {}, Attempt{2, 12, Outcome::ok, peak}));
   return g;
 }
 
@@ -44,7 +45,8 @@ AttemptReport nvcc_like_attempt(Bytes peak) {
 }  // namespace
 
 TEST(Recorder, RecordTakesPeakTimingFromTheAttemptsProfile) {
-  JobRecord r = Recorder::make_record(finished_job(2 * GiB), nvcc_like_attempt(2 * GiB), 12);
+  Recorder rec("/src", "make", 1000);
+  JobRecord r = rec.make_record(finished_job(rec, 2 * GiB), nvcc_like_attempt(2 * GiB), 12);
   EXPECT_EQ(r.key.identity, "obj/a.o");
   EXPECT_EQ(r.peak_bytes, 2 * GiB);
   EXPECT_EQ(r.predicted.source, PredictionSource::similar);
@@ -58,13 +60,45 @@ TEST(Recorder, RecordTakesPeakTimingFromTheAttemptsProfile) {
   EXPECT_FALSE(r.argv_digest.empty());
 }
 
-TEST(Recorder, BuildRecordMapsEventsToJobsAndLeavesOutOvershoots) {
+// Waits, time frozen and attempts add up from what the governor told:
+// a first attempt frozen once and requeued, a second frozen when it ended.
+TEST(Recorder, RecordAddsUpTheGovernorsFacts) {
+  Recorder rec("/src", "make", 1000);
+  Prediction first, second;
+  first.peak = 1 * GiB;
+  first.source = PredictionSource::history;
+  second.peak = 2 * GiB;
+  rec.observe(JobFact::of(JobFact::Kind::submitted, 3, 0));
+  rec.observe(JobFact::of(JobFact::Kind::started, 3, 1, 1, first));
+  rec.observe(JobFact::of(JobFact::Kind::frozen, 3, 2));
+  rec.observe(JobFact::of(JobFact::Kind::thawed, 3, 3));
+  rec.observe(JobFact::of(JobFact::Kind::ended, 3, 4, 0, {}, Attempt{1, 4, Outcome::requeued, 1200 * MiB, 2.5}));
+  rec.observe(JobFact::of(JobFact::Kind::started, 3, 6, 2, second));
+  rec.observe(JobFact::of(JobFact::Kind::frozen, 3, 7));
+  rec.observe(JobFact::of(JobFact::Kind::ended, 3, 8.5, 0, {}, Attempt{6, 8.5, Outcome::ok, 900 * MiB, 1}));
+  GovJob g;
+  g.id = 3;
+  g.attempts = 2;
+  g.attempt_peak = 900 * MiB;
+  JobRecord r = rec.make_record(g, AttemptReport{}, 8.5);
+  EXPECT_DOUBLE_EQ(r.submit_s, 0);
+  EXPECT_DOUBLE_EQ(r.start_s, 1) << "the first admission";
+  EXPECT_EQ(r.predicted.peak, 1 * GiB) << "what the first admission reserved for";
+  EXPECT_DOUBLE_EQ(r.wait_s, 3);
+  EXPECT_DOUBLE_EQ(r.frozen_s, 2.5) << "1 s, and 1.5 s until the end";
+  ASSERT_EQ(r.attempt_log.size(), 2u);
+  EXPECT_EQ(r.attempt_log[0].outcome, Outcome::requeued);
+  EXPECT_EQ(r.peak_bytes, 1200 * MiB) << "the highest attempt";
+  EXPECT_EQ(r.attempts, 2);
+}
+
+TEST(Recorder, BuildRecordMapsEventsToJobsAndKeepsOvershoots) {
   Recorder rec("/src", "make -j8", 1000);
   rec.sample_memory(0.5, 100 * MiB);
   rec.sample_memory(1.5, 900 * MiB);
   rec.sample_memory(2.5, 300 * MiB);
-  GovJob g = finished_job(GiB);
-  rec.finish(7, Recorder::make_record(g, nvcc_like_attempt(GiB), 12));
+  GovJob g = finished_job(rec, GiB);
+  rec.finish(7, rec.make_record(g, nvcc_like_attempt(GiB), 12));
 
   Recorder::Totals t;
   t.end_unix = 1020;
@@ -83,11 +117,12 @@ TEST(Recorder, BuildRecordMapsEventsToJobsAndLeavesOutOvershoots) {
   EXPECT_EQ(b.peak_bytes, 950 * MiB) << "the cgroup's own peak beats the sampled one";
   EXPECT_EQ(get(b.counters, Counter::frozen), 1);
   ASSERT_EQ(b.jobs.size(), 1u);
-  ASSERT_EQ(b.events.size(), 3u);
-  EXPECT_EQ(b.events[0].kind, EventKind::freeze);
+  ASSERT_EQ(b.events.size(), 4u);
+  EXPECT_EQ(b.events[0].kind, EventKind::overshoot) << "the report shows overshoots (the log does not)";
   EXPECT_EQ(b.events[0].job, 0) << "job ids become indexes into the build's jobs";
-  EXPECT_EQ(b.events[1].job, -1);
-  EXPECT_EQ(b.events[2].job, -1) << "an event of a job that never finished names no job";
+  EXPECT_EQ(b.events[1].kind, EventKind::freeze);
+  EXPECT_EQ(b.events[2].job, -1);
+  EXPECT_EQ(b.events[3].job, -1) << "an event of a job that never finished names no job";
   EXPECT_EQ(b.memory.size(), 3u);
   EXPECT_EQ(rec.peak_used(), 900 * MiB);
 }

@@ -144,6 +144,21 @@ TEST(HtmlReport, MarksEveryGovernorEvent) {
   }
 }
 
+// distcc's local fallback and a job's overshoot have lanes like every
+// other kind (the style table is checked when it compiles).
+TEST(HtmlReport, FallbacksAndOvershootsHaveLanes) {
+  BuildRecord b = small_build();
+  b.events.push_back({8, EventKind::fallback, 0, "distcc compiled a.o on this machine after all"});
+  b.events.push_back({9, EventKind::overshoot, 1, "uses 700 MiB, predicted 500 MiB"});
+  std::string html = render_html_report(b);
+  for (const char* kind : {"fallback", "overshoot"}) {
+    EXPECT_NE(html.find(std::string("class=\"evl\" data-kind=\"") + kind), std::string::npos) << kind;
+    EXPECT_NE(html.find(std::string("ev k-") + kind), std::string::npos) << kind;
+  }
+  EXPECT_EQ(count(html, "<rect class=\"evlane\""), 6u);
+  EXPECT_LT(html.find("data-kind=\"oom_kill\""), html.find("data-kind=\"fallback\"")) << "lanes in their order";
+}
+
 TEST(HtmlReport, EventLanesOnlyForKindsThatHappened) {
   std::string html = render_html_report(small_build());
   EXPECT_EQ(count(html, "<rect class=\"evlane\""), 4u);

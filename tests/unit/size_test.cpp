@@ -27,7 +27,7 @@ TEST(ParseSize, RejectsGarbage) {
   }
 }
 
-// Issue 12, item 7: strtod read "0x10G" as hex and took "1e3", "inf" and
+// strtod read "0x10G" as hex and took "1e3", "inf" and
 // half a byte; a size is decimal digits with at most one point.
 TEST(ParseSize, OnlyDecimalNumbers) {
   for (const char* bad : {"0x10G", "0X10", "1e3", "1e3G", "inf", "nan", "infG", ".5G", "5.G", "1 G", "0.5", "1.5B"}) {

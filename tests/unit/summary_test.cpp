@@ -284,7 +284,7 @@ TEST(MemoryFailure, DegradedLineComesBeforeTheExplanation) {
   EXPECT_EQ(format_summary(build(0, 0), {}), format_summary(build(0, 0)));
 }
 
-// Issue 15: where the jobs ran, and the ones distcc gave back.
+// Where the jobs ran, and the ones distcc gave back.
 TEST(Summary, SaysWhereJobsRanAndWhichTheEngineCompiledHere) {
   BuildRecord b = build(0, 0);
   for (int i = 0; i < 3; ++i) {

@@ -6,7 +6,7 @@
 
 using namespace memgate;
 
-// Issue 12, item 7: identities, commands and paths are chosen by the build
+// Identities, commands and paths are chosen by the build
 // (or by another user); with escape sequences in them they reached the
 // terminal through `history --build` and the event log.
 TEST(Printable, ControlsBecomeQuestionMarks) {

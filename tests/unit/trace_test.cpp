@@ -147,7 +147,7 @@ TEST(Trace, EveryJobOfALargeBuildHasItsSlices) {
   }
 }
 
-// Issue 15: a job that ran through an engine says where in its args.
+// A job that ran through an engine says where in its args.
 TEST(Trace, RemoteAndOffloadedJobsSayWhereTheyRan) {
   BuildRecord b = small_build();
   b.jobs[0].where = Placement::offloaded;

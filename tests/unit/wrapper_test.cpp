@@ -172,7 +172,7 @@ class WrapperTest : public ::testing::Test {
 }  // namespace
 
 TEST_F(WrapperTest, RequestArrivesAndGrantRunsTheProgramInItsJob) {
-  // A plain file named cgroup.procs is not a cgroup (issue 12, item 2: the
+  // A plain file named cgroup.procs is not a cgroup (the
   // wrapper, often root, must not write its pid to whatever file a
   // governor names): it is left alone, with a warning. The second dir does
   // not exist. Failing to join either must not stop the program.
@@ -493,7 +493,7 @@ TEST_F(WrapperTest, CargoProbesPassStraightThrough) {
   EXPECT_EQ(server_->counters().accepted, 0u);
 }
 
-// Issue 12, item 2: which granted cgroups the wrapper joins. Only dirs
+// Which granted cgroups the wrapper joins. Only dirs
 // below a memory, freezer or cgroup2 mount, absolute, without '.' or '..'.
 TEST(GrantPath, OnlyBelowACgroupMountAndNoDotDot) {
   using platform::CgroupMount;
