@@ -9,8 +9,9 @@ memgate_install_deps() {
               python3-packaging python3-psutil hipcc rocm-device-libs
               # The libFuzzer targets (tests/fuzz, ctest -L fuzz, bench/fuzz): clang with its runtimes.
               clang-14 libclang-rt-14-dev
-              # Shell completion (tests/e2e/cli_completion.sh loads the zsh one) and the man page.
-              zsh help2man
+              # Shell completion (tests/e2e/cli_completion.sh loads the zsh one), the man page and
+              # `man -l` (cli_help), tmux (run_tty), ip (tests/lib/icecc.sh's network namespace), bc, xz.
+              zsh help2man man-db tmux iproute2 bc xz-utils
               # Distributed engines and launchers (run_distcc*, run_offload, run_governed_server,
               # run_icecc, run_sccache, run_nvcc_nested's ccache), Rust (run_cargo).
               distcc icecc sccache ccache cargo rustc
@@ -33,8 +34,15 @@ memgate_install_deps() {
   fi
 }
 
+# Builds through ccache, keyed by paths relative to the tree and not by the
+# build directory (CCACHE_BASEDIR, CCACHE_NOHASHDIR): a second build of the
+# same tree elsewhere, such as tests/e2e/install_build.sh's, is cache hits.
 memgate_build() {
-  local root=$1 build=$2
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMGATE_WERROR=ON >/dev/null &&
+  local root=$1 build=$2 launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache"
+              "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache")
+  fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMGATE_WERROR=ON "${launcher[@]}" >/dev/null &&
     cmake --build "$build"
 }

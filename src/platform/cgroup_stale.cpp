@@ -1,10 +1,15 @@
 #include "platform/cgroup_stale.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 
+#include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "platform/cgroup_v2.hpp"
 #include "platform/proc.hpp"
@@ -47,6 +52,47 @@ std::string parent_of_ours(const std::string& own) {
 
 bool pid_exists(pid_t pid, const std::string& proc_root) { return read_proc_stat(pid, proc_root).has_value(); }
 
+namespace {
+
+UniqueFd open_dir(const std::string& dir) {
+  return UniqueFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+// A probe (owner_lock_held, from a doctor or another run) holds the lock
+// for microseconds, so a few short retries get past it; never a blocking
+// wait, which anyone who can open the directory could make last for ever.
+bool lock_exclusive(int fd) {
+  for (int tries = 0; tries < 50; ++tries) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+}  // namespace
+
+OwnerLock OwnerLock::take(const Cgroup& cg) {
+  OwnerLock lock;
+  std::vector<std::string> dirs{cg.memory_dir()};
+  if (cg.freezer_dir() != cg.memory_dir()) dirs.push_back(cg.freezer_dir());  // v2: one dir
+  for (const auto& dir : dirs) {
+    if (dir.empty()) continue;
+    UniqueFd fd = open_dir(dir);
+    if (fd && lock_exclusive(fd.get())) lock.fds_.push_back(std::move(fd));
+  }
+  return lock;
+}
+
+bool owner_lock_held(const std::string& dir) {
+  if (dir.empty()) return false;
+  UniqueFd fd = open_dir(dir);
+  if (!fd) return false;
+  // Shared, and dropped at once (closing the fd releases it): a probe, not
+  // a claim, so two doctors probing together do not see each other.
+  return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
 std::vector<StaleCgroup> find_stale_cgroups(const CgroupLayout& layout, const std::function<bool(pid_t)>& alive) {
   std::vector<StaleCgroup> out;
   if (layout.version == CgroupVersion::none) return out;
@@ -59,11 +105,12 @@ std::vector<StaleCgroup> find_stale_cgroups(const CgroupLayout& layout, const st
   }
   for (const auto& [pid, dir] : frz) mem.try_emplace(pid, "");  // a freezer cgroup without its memory twin
   for (const auto& [pid, dir] : mem) {
-    if (alive(pid)) continue;
+    auto f = frz.find(pid);
+    std::string freezer = f == frz.end() ? "" : f->second;
+    if (owner_lock_held(dir) || owner_lock_held(freezer) || alive(pid)) continue;
     StaleCgroup s;
     s.pid = pid;
-    auto f = frz.find(pid);
-    s.cgroup = Cgroup::open(layout.version, dir, f == frz.end() ? "" : f->second);
+    s.cgroup = Cgroup::open(layout.version, dir, freezer);
     s.processes = s.cgroup.all_processes();
     out.push_back(std::move(s));
   }

@@ -8,6 +8,16 @@
 // the freezer hierarchy; v2: beside memgate-leaf, in its parent, when
 // memgate is in the leaf). A memgate in another cgroup leaves them
 // elsewhere; a memgate run from there cleans them up.
+//
+// Whose they are: a live memgate holds an flock on each directory of its
+// memgate-<pid> cgroup for its whole run (OwnerLock), and the kernel drops
+// it when the process ends, however it ends. So a held lock means a live
+// run, wherever it was started: the pid alone cannot tell, since from
+// another pid namespace (a container, `unshare --pid`) a live memgate's pid
+// is invisible or names another process, and on v1 the freezer hierarchy
+// is often shared by every run on the machine. A cgroup counts as stale
+// only when nobody holds its lock AND its pid is gone (the second keeps
+// the cgroups of memgates too old to take the lock).
 #pragma once
 
 #include <sys/types.h>
@@ -17,8 +27,26 @@
 #include <vector>
 
 #include "platform/cgroup.hpp"
+#include "util/trusted_dir.hpp"
 
 namespace memgate::platform {
+
+class OwnerLock {
+ public:
+  OwnerLock() = default;
+  // Locks every directory of `cg` (memory and, on v1, freezer), held until
+  // this object goes. A directory that cannot be locked is left out: its
+  // cgroup is then judged by its pid alone, as before locks.
+  static OwnerLock take(const Cgroup& cg);
+  std::size_t held() const { return fds_.size(); }
+
+ private:
+  std::vector<UniqueFd> fds_;
+};
+
+// Whether some open file other than ours holds the owner lock of `dir`
+// (false when it cannot be opened: gone, or not a directory).
+bool owner_lock_held(const std::string& dir);
 
 struct StaleCgroup {
   pid_t pid = 0;                // the memgate that made it
@@ -32,7 +60,8 @@ struct StaleCgroup {
 // clean-up; killing a live build would be far worse).
 bool pid_exists(pid_t pid, const std::string& proc_root = "/proc");
 
-// memgate-<pid> directories beside our own cgroups whose pid fails `alive`.
+// memgate-<pid> directories beside our own cgroups that no one holds the
+// owner lock of and whose pid fails `alive`.
 std::vector<StaleCgroup> find_stale_cgroups(const CgroupLayout& layout,
                                             const std::function<bool(pid_t)>& alive = [](pid_t p) {
                                               return pid_exists(p);

@@ -59,6 +59,7 @@ Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool c
   Confinement c;
   c.layout_ = layout;
   c.confine_ = *cg;
+  c.owner_ = platform::OwnerLock::take(*cg);
   if (cap.capacity_source == "cgroup" && !cap.cgroup_limit_source.empty())
     c.capacity_cg_ = platform::Cgroup::open(layout.version, cap.cgroup_limit_source);
   if (!c.confine_->can_freeze())
@@ -162,6 +163,7 @@ void Confinement::remove(bool kill_first) {
   if (auto st = confine_->remove(); !st) log::warn("cannot remove the build's cgroup: {}", st.error());
   confine_.reset();
   build_leaf_.reset();
+  owner_ = {};  // a cgroup that could not be removed is now a dead run's, for the next run to clean
 }
 
 }  // namespace memgate

@@ -21,6 +21,7 @@
 #include "core/capacity.hpp"
 #include "governor/governor.hpp"
 #include "platform/cgroup.hpp"
+#include "platform/cgroup_stale.hpp"
 
 namespace memgate {
 
@@ -89,6 +90,7 @@ class Confinement {
  private:
   platform::CgroupLayout layout_;
   std::optional<platform::Cgroup> confine_;     // memgate-<pid>: limit, job cgroups below
+  platform::OwnerLock owner_;                   // on confine_: this run is alive (cgroup_stale.hpp)
   std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
   std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
   bool confined_ = false;

@@ -4,16 +4,21 @@
 # `sccache gcc`; the compiler sccache's server runs gets the client's
 # environment and passes through), the objects equal a plain build's, the
 # second build is served from the cache, and sccache's server (on
-# 127.0.0.1, a free port, started by the build's first job, stopped by the
-# build itself) leaves nothing running.
+# 127.0.0.1, a free port, a cache directory of its own, started by the
+# build command before make, stopped by it after) leaves nothing running.
+#
+# The server is started with `sccache --start-server` (no job: a launcher
+# counts only in front of a compiler), bounded by a timeout, before any
+# client: left to the first of four concurrent clients, a fresh machine's
+# first start raced them and one failed ("Failed to read response header").
 #
 # What memgate measures here is the client: sccache's server, not the
-# client, runs the compiler. The server was started by the first job and
-# outlives it, so the compilers it runs carry that job's MEMGATE_JOB but
-# sit outside every job: the ungated detector names them ("a compiler
-# cache server?") and their memory counts as the build's overhead, but the
-# jobs' own peaks are the client's few MiB. This test holds that down:
-# every ungated compiler found is of that kind.
+# client, runs the compiler, with the client's environment. So the
+# compilers it runs carry the calling job's MEMGATE_JOB but sit outside
+# every job: the ungated detector names them ("a compiler cache server?")
+# and their memory counts as the build's overhead, but the jobs' own peaks
+# are the client's few MiB. This test holds that down: every ungated
+# compiler found is of that kind.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../lib/distcc.sh"  # free_port, c_project
 require_cgroups
@@ -32,7 +37,8 @@ for round in 1 2; do
   make -s -C "$src" clean
   set +e
   cg_run "$client" "$MEMGATE" run --jobs 4 --history "$E2E_TMP/h.db" -- sh -c \
-    'make -s -C "$1" -j4 CC="sccache gcc" && sccache --show-stats >"$2" && sccache --stop-server >/dev/null' \
+    'timeout 60 sccache --start-server >/dev/null && make -s -C "$1" -j4 CC="sccache gcc" &&
+     sccache --show-stats >"$2"; rc=$?; sccache --stop-server >/dev/null; exit $rc' \
     sh "$src" "$E2E_TMP/stats$round.txt" >"$E2E_TMP/round$round.log" 2>&1
   rc=$?
   set -e

@@ -42,7 +42,11 @@ fi
 
 if ((do_build)); then
   launcher=()
-  command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  # As scripts/deps.sh's memgate_build: cache keys independent of where the tree is.
+  if command -v ccache >/dev/null 2>&1; then
+    launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$src;CCACHE_NOHASHDIR=1;ccache"
+              "-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$src;CCACHE_NOHASHDIR=1;ccache")
+  fi
   cmake -S "$src" -B "$build" -G Ninja -DMEMGATE_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" "${launcher[@]}" >"$probe_dir/configure.log" 2>&1 ||
     { cat "$probe_dir/configure.log"; echo "fuzz: configure failed" >&2; exit 1; }

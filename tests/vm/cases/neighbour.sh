@@ -4,6 +4,14 @@
 # (machine-wide PSI "full" well above memgate's 10% freeze threshold) while
 # the build has plenty of room. memgate reads the build cgroup's own
 # memory.pressure, so it freezes nothing and reports no memory stalls.
+#
+# The suite's only test of neighbours' pressure with real processes: on a
+# shared host, other work keeps the CPUs busy, so machine-wide PSI "full"
+# (every runnable task stalled at once) never reaches the threshold and a
+# host test could prove nothing. In the guest nothing else runs, so the
+# hog's pressure is certain, and a run in which it fell short fails. (On
+# cgroup v1 memgate has only machine-wide PSI and counts it only when the
+# build is near its own limit: GovernorPressure.* tests that rule.)
 source "$(dirname "$0")/vmlib.sh"
 export PATH="$(fake_compilers):$PATH"
 w="$E2E_TMP/work"
