@@ -18,6 +18,16 @@
  * cannot see (statically linked tools, Go's raw syscalls, fexecve, the build
  * command itself).
  *
+ * Not caught here, and what catches it instead: a statically linked
+ * compiler started by path from a static or raw-syscall caller, or through
+ * fexecve (no loader runs): the PATH shims when it is started by name, the
+ * runner's ungated detector otherwise; anything below a setuid program (the
+ * loader drops LD_PRELOAD): the detector; 32-bit programs, which cannot load
+ * this library (their 64-bit children are caught); a "compiler" that is a
+ * script without #! (through the wrapper execve fails with 126). The
+ * start-up check reads argv from glibc's constructor arguments; other C
+ * libraries get the hooks only.
+ *
  * Rules for this file: C, libc only, no heap (the hooks run between vfork
  * and exec, where malloc and locks are off limits): static buffers filled
  * once by the constructor, everything else on the stack.
