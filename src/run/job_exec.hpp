@@ -19,39 +19,55 @@ struct JobMemory {
   Bytes peak = 0;  // this attempt
 };
 
-class JobExec {
+// What the runner does with a job's OS side; JobExec is the real one,
+// tests drive the runner's steps with fakes (run/runner_ports.hpp).
+class JobControl {
+ public:
+  virtual ~JobControl() = default;
+  virtual std::vector<std::string> prepare_attempt() = 0;
+  virtual bool set_child(pid_t pid) = 0;
+  virtual JobMemory sample() = 0;
+  virtual bool freeze(bool frozen) = 0;
+  virtual void kill() = 0;
+  virtual bool oom_killed() const = 0;
+  virtual void end_attempt() = 0;
+  virtual bool has_cgroup() const = 0;
+  virtual std::vector<pid_t> tree() const = 0;
+};
+
+class JobExec final : public JobControl {
  public:
   // `parent`: the cgroup job cgroups are made under; nullopt when cgroups
   // are unavailable and jobs are measured from /proc. `home`: where
   // processes a job leaves behind (a daemon it started, such as a compiler
   // cache server) are moved when the attempt ends, so they live on.
   JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id);
-  ~JobExec();
+  ~JobExec() override;
   JobExec(const JobExec&) = delete;
   JobExec& operator=(const JobExec&) = delete;
 
   // Before a grant: a fresh measuring scope for the attempt. Returns the
   // cgroup dirs the program must join (empty: /proc fallback).
-  std::vector<std::string> prepare_attempt();
+  std::vector<std::string> prepare_attempt() override;
   // The program's pid, as the wrapper reported it (already checked to lie
   // below the wrapper). A child that is not in its attempt's cgroup could
   // not join it: the attempt is then measured, frozen and killed through
   // its /proc tree, never taken for a job that used nothing. Returns false
   // in that case.
-  bool set_child(pid_t pid);
+  bool set_child(pid_t pid) override;
   pid_t child() const { return child_; }
 
-  JobMemory sample();
+  JobMemory sample() override;
   // Freeze or thaw the job's tree: the cgroup freezer, else SIGSTOP/SIGCONT.
-  bool freeze(bool frozen);
+  bool freeze(bool frozen) override;
   // SIGKILL the job's whole tree (not the wrapper).
-  void kill();
+  void kill() override;
   // The kernel OOM killer struck this attempt.
-  bool oom_killed() const;
-  void end_attempt();
-  bool has_cgroup() const { return cg_.has_value() && joined_; }
+  bool oom_killed() const override;
+  void end_attempt() override;
+  bool has_cgroup() const override { return cg_.has_value() && joined_; }
   // The job's processes: its cgroup's, else the child's process tree.
-  std::vector<pid_t> tree() const;
+  std::vector<pid_t> tree() const override;
 
  private:
 

@@ -77,6 +77,7 @@ int Runner::run() {
   if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
   if (!start_server()) return 125;                    // socket in a private dir, the governor
   cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
+  ports_ = live_ports(*server_, *cgroups_);           // what the job steps reach the world through
   sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);                 // orphans of the build stay ours
   if (!start_build()) {                               // the user's command
@@ -434,6 +435,7 @@ void Runner::finish() {
   }
   cgroups_->remove(abort_signal_ != 0);
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
+  ports_.reset();
   server_.reset();
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());

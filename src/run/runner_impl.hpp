@@ -1,7 +1,9 @@
 // The runner's insides, shared by runner.cpp (the steps, the event loop,
 // signals and the build process) and runner_jobs.cpp (one job's messages
 // and the tick). The cgroups live in Confinement, the records in Recorder;
-// the Runner is the loop that connects them to the Governor.
+// the Runner is the loop that connects them to the Governor. The job
+// steps reach the wrappers and the OS only through ports_ (runner_ports.hpp),
+// so tests drive them with fakes.
 #pragma once
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
 #include "run/recorder.hpp"
+#include "run/runner_ports.hpp"
 #include "run/runner.hpp"
 #include "run/ungated.hpp"
 #include "wrap/protocol.hpp"
@@ -32,7 +35,7 @@ struct ConnectedJob {
   ConnId conn = 0;
   JobId id = 0;
   RequestMsg req;
-  std::unique_ptr<JobExec> exec;
+  std::unique_ptr<JobControl> exec;
   bool killed_by_us = false;  // this attempt
   // CPU the attempt's processes had used when memgate killed them: the
   // wrapper's rusage misses a compiler proper killed beside its driver
@@ -51,6 +54,8 @@ class Runner {
   int run();
 
  private:
+  friend class RunnerStepsTest;  // tests/unit/runner_steps_test.cpp: the job steps with fake ports
+
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
   bool open_history();
@@ -104,6 +109,7 @@ class Runner {
   std::unique_ptr<Governor> gov_;
   std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
+  std::unique_ptr<RunnerPorts> ports_;  // over server_ and cgroups_ (runner_ports.hpp)
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 

@@ -7,7 +7,6 @@
 
 #include <fmt/core.h>
 
-#include "platform/proc.hpp"
 #include "predict/profile.hpp"
 #include "run/build_process.hpp"
 #include "run/runner_impl.hpp"
@@ -53,13 +52,13 @@ void Runner::on_message(ConnId conn, const Message& m) {
   if (auto* s = std::get_if<StartedMsg>(&m)) return on_started(conn, *s);
   if (auto* e = std::get_if<ExitMsg>(&m)) return on_exit(conn, *e);
   log::warn("unexpected '{}' message from a wrapper; dropping it", message_type(m));
-  server_->close(conn);
+  ports_->close(conn);
   on_closed(conn);
 }
 
 void Runner::on_request(ConnId conn, const RequestMsg& m) {
   if (live_.count(conn)) {  // one job per connection
-    server_->close(conn);
+    ports_->close(conn);
     on_closed(conn);
     return;
   }
@@ -75,8 +74,8 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   // A command too long for one frame arrives cut short: history says so
   // rather than pass the cut line off as the command that ran.
   if (m.argv_truncated) job.req.argv.push_back("[argv truncated]");
-  job.id = gov_->submit(key, now(), m.engine, server_->peer_pid(conn));
-  job.exec = std::make_unique<JobExec>(cgroups_->job_parent(), cgroups_->build_leaf(), job.id);
+  job.id = gov_->submit(key, now(), m.engine, ports_->peer_pid(conn));
+  job.exec = ports_->start_job(job.id);
   conn_of_[job.id] = conn;
   double gather = std::min(kGatherMax_s, kGatherShare * gov_->job(job.id).pred.wall_s);
   if (!admitted_any_) gather = kGatherMax_s;  // the build's first burst, whatever is known of it
@@ -92,8 +91,8 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
 void Runner::on_started(ConnId conn, const StartedMsg& m) {
   auto it = live_.find(conn);
   if (it == live_.end()) return;
-  pid_t peer = server_->peer_pid(conn);
-  if (!platform::descends_from(m.pid, peer)) {
+  pid_t peer = ports_->peer_pid(conn);
+  if (!ports_->descends_from(m.pid, peer)) {
     ++extra_counters_[Counter::refused_pid];
     log::warn("job {}: the wrapper (pid {}) reported pid {}, which is not its own child; ignoring it", it->second.id,
               peer, m.pid);
@@ -131,7 +130,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
     job.done = true;
     recorder_.finish(job.id, std::move(rec));
   }
-  server_->send(conn, VerdictMsg{rerun});
+  ports_->send(conn, VerdictMsg{rerun});
   schedule();
 }
 
@@ -167,7 +166,7 @@ void Runner::grant(ConnectedJob& job) {
   job.attempt_start = now();
   job.profile.clear();
   job.profile.push_back(MemSample{0, 0});
-  if (!server_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
+  if (!ports_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
 }
 
 // Declined (a build server's --decline-after): the wrapper exits at once
@@ -177,16 +176,14 @@ void Runner::decline(ConnectedJob& job) {
   g.job = job.id;
   g.decline = true;
   job.done = true;
-  if (!server_->send(job.conn, g)) log::debug("job {}: decline not delivered", job.id);
+  if (!ports_->send(job.conn, g)) log::debug("job {}: decline not delivered", job.id);
 }
 
 void Runner::apply(const Decisions& d) {
   for (JobId id : d.kill)
     if (ConnectedJob* j = by_job(id)) {
       j->killed_by_us = true;
-      j->cpu_at_kill_s = 0;
-      for (pid_t p : j->exec->tree())
-        if (auto st = platform::read_proc_stat(p)) j->cpu_at_kill_s += platform::ticks_to_seconds(st->utime + st->stime);
+      j->cpu_at_kill_s = ports_->cpu_seconds(j->exec->tree());
       j->exec->kill();
     }
   for (JobId id : d.freeze)
@@ -219,9 +216,7 @@ void Runner::sample_jobs() {
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
-  cgroups_->watch(build_done_ ? 0 : build_pid_);
-  std::vector<pid_t> build = cgroups_->processes();
-  if (build.empty() && build_pid_ > 0 && !build_done_) build = platform::process_tree(build_pid_);
+  std::vector<pid_t> build = ports_->build_processes(build_done_ ? 0 : build_pid_);
   std::vector<pid_t> in_jobs;
   for (const auto& [conn, job] : live_)
     for (pid_t p : job.exec->tree()) in_jobs.push_back(p);
@@ -233,12 +228,12 @@ void Runner::scan_ungated(double t) {
 
 void Runner::tick() {
   double t = now();
-  server_->drop_idle(JobServer::monotonic_seconds());
+  ports_->drop_idle();
   sample_jobs();
   scan_ungated(t);
   Bytes jobs_current = 0;
   for (const auto& [conn, job] : live_) jobs_current += job.current;
-  view_ = to_view(cgroups_->read(jobs_current));
+  view_ = ports_->read_memory(jobs_current);
   recorder_.sample_memory(t, view_.build_used);
   if (!abort_signal_) {
     apply(gov_->step(view_, t));

@@ -1,0 +1,325 @@
+// The runner's job steps (run/runner_jobs.cpp) with fake ports: wrapper
+// messages in, grants and verdicts out, the tick's measure-decide-act,
+// with fake job processes and fake cgroup readings. The governor and the
+// recorder are the real ones; no process, socket or cgroup anywhere.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "run/runner_impl.hpp"
+
+namespace memgate {
+
+namespace {
+
+// What the runner did to one job's processes.
+struct FakeJobState {
+  std::vector<std::string> dirs{"/fake/job"};  // what prepare_attempt hands the wrapper
+  int prepared = 0, ended = 0, kills = 0;
+  pid_t child = 0;
+  bool joined = true;  // set_child's answer
+  bool frozen = false;
+  bool freezable = true;
+  bool oom = false;
+  JobMemory mem;
+  std::vector<pid_t> tree{4242};
+};
+
+class FakeJob final : public JobControl {
+ public:
+  explicit FakeJob(std::shared_ptr<FakeJobState> s) : s_(std::move(s)) {}
+  std::vector<std::string> prepare_attempt() override {
+    ++s_->prepared;
+    return s_->dirs;
+  }
+  bool set_child(pid_t pid) override {
+    s_->child = pid;
+    return s_->joined;
+  }
+  JobMemory sample() override { return s_->mem; }
+  bool freeze(bool frozen) override {
+    if (!s_->freezable) return false;
+    s_->frozen = frozen;
+    return true;
+  }
+  void kill() override { ++s_->kills; }
+  bool oom_killed() const override { return s_->oom; }
+  void end_attempt() override { ++s_->ended; }
+  bool has_cgroup() const override { return true; }
+  std::vector<pid_t> tree() const override { return s_->tree; }
+
+ private:
+  std::shared_ptr<FakeJobState> s_;
+};
+
+struct FakePorts final : RunnerPorts {
+  std::map<ConnId, std::vector<Message>> sent;
+  std::vector<ConnId> closed;
+  std::map<JobId, std::shared_ptr<FakeJobState>> jobs;
+  bool descends = true;
+  double cpu_s = 0;
+  int idle_drops = 0;
+  std::vector<pid_t> build;
+  MemoryView view;
+
+  bool send(ConnId conn, const Message& m) override {
+    sent[conn].push_back(m);
+    return true;
+  }
+  void close(ConnId conn) override { closed.push_back(conn); }
+  pid_t peer_pid(ConnId conn) const override { return static_cast<pid_t>(1000 + conn); }
+  void drop_idle() override { ++idle_drops; }
+  std::unique_ptr<JobControl> start_job(JobId id) override {
+    auto s = std::make_shared<FakeJobState>();
+    jobs[id] = s;
+    return std::make_unique<FakeJob>(s);
+  }
+  bool descends_from(pid_t, pid_t) const override { return descends; }
+  double cpu_seconds(const std::vector<pid_t>&) const override { return cpu_s; }
+  std::vector<pid_t> build_processes(pid_t) override { return build; }
+  MemoryView read_memory(Bytes) override { return view; }
+};
+
+RequestMsg request(const std::string& source) {
+  RequestMsg m;
+  m.argv = {"g++", "-c", source};
+  m.cwd = "/src";
+  m.tool = "g++";
+  m.klass = "g++:compile";
+  m.identity = "g++:compile:" + source + "->" + source + ".o";
+  m.stem = source;
+  return m;
+}
+
+ExitMsg exited(int status, double cpu_s = 1.0) {
+  ExitMsg m;
+  m.status = status;
+  m.cpu_s = cpu_s;
+  return m;
+}
+
+}  // namespace
+
+class RunnerStepsTest : public ::testing::Test {
+ protected:
+  RunnerStepsTest() {
+    GovernorConfig gc;
+    gc.budget = 4 * GiB;
+    gc.hard_limit = 4 * GiB;
+    gc.slots = 2;
+    r_.gov_ = std::make_unique<Governor>(
+        gc,
+        [](const JobKey&) {
+          Prediction p;
+          p.peak = 1 * GiB;
+          p.source = PredictionSource::history;
+          p.confidence = 1.0;
+          return p;
+        },
+        [this](const JobRecord& rec) { learned_.push_back(rec.key.identity); });
+    gov().on_fact([this](const JobFact& f) { r_.recorder_.observe(f); });
+    auto ports = std::make_unique<FakePorts>();
+    ports_ = ports.get();
+    r_.ports_ = std::move(ports);
+  }
+
+  void message(ConnId conn, const Message& m) { r_.on_message(conn, m); }
+  void hang_up(ConnId conn) { r_.on_closed(conn); }
+  void tick() { r_.tick(); }
+  ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
+  JobId job_of(ConnId conn) { return connected(conn).id; }
+  Governor& gov() { return *r_.gov_; }
+  const GovJob& gov_job(ConnId conn) { return gov().job(job_of(conn)); }
+  void apply(const Decisions& d) { r_.apply(d); }
+  double now() const { return r_.now(); }
+  FakeJobState& os(ConnId conn) { return *ports_->jobs.at(job_of(conn)); }
+  auto extra(Counter c) { return r_.extra_counters_[c]; }
+  std::size_t live() const { return r_.live_.size(); }
+  std::size_t finished() const { return r_.recorder_.finished_jobs(); }
+  Bytes recorded_peak() const { return r_.recorder_.peak_used(); }
+  const std::vector<Message>& sent(ConnId conn) { return ports_->sent[conn]; }
+  template <class M>
+  const M& last(ConnId conn) {
+    EXPECT_FALSE(sent(conn).empty());
+    const M* m = std::get_if<M>(&sent(conn).back());
+    EXPECT_NE(m, nullptr) << "the last message to " << conn << " is " << message_type(sent(conn).back());
+    static const M none{};
+    return m ? *m : none;
+  }
+  // A job granted and started: its wrapper asked, the tick admitted it and
+  // its program runs as pid `pid`.
+  void start(ConnId conn, const std::string& source, pid_t pid) {
+    message(conn, request(source));
+    tick();
+    ASSERT_NE(std::get_if<GrantMsg>(&sent(conn).back()), nullptr);
+    message(conn, StartedMsg{pid});
+  }
+
+  Runner r_{RunOptions{}};
+  FakePorts* ports_ = nullptr;
+  std::vector<std::string> learned_;
+};
+
+TEST_F(RunnerStepsTest, TheFirstRequestWaitsForItsBurstAndTheTickGrantsIt) {
+  message(1, request("a.cpp"));
+  EXPECT_TRUE(sent(1).empty()) << "the build's first burst is gathered before anything is admitted";
+  EXPECT_EQ(gov_job(1).state, JobState::waiting);
+  tick();
+  const GrantMsg& g = last<GrantMsg>(1);
+  EXPECT_EQ(g.job, job_of(1));
+  EXPECT_EQ(g.attempt, 1);
+  EXPECT_EQ(g.cgroups, std::vector<std::string>{"/fake/job"});
+  EXPECT_FALSE(g.decline);
+  EXPECT_EQ(os(1).prepared, 1);
+  EXPECT_EQ(gov_job(1).state, JobState::running);
+  EXPECT_EQ(gov_job(1).key.identity, "g++:compile:a.cpp->a.cpp.o");
+}
+
+TEST_F(RunnerStepsTest, AfterTheFirstAdmissionAShortJobIsGrantedAtOnce) {
+  start(1, "a.cpp", 501);
+  message(2, request("b.cpp"));
+  EXPECT_EQ(sent(2).size(), 1u) << "a job of unknown length needs no tick once the build has begun";
+  last<GrantMsg>(2);
+}
+
+TEST_F(RunnerStepsTest, ATruncatedCommandIsRecordedAsSuch) {
+  RequestMsg m = request("a.cpp");
+  m.argv_truncated = true;
+  message(1, m);
+  EXPECT_EQ(connected(1).req.argv.back(), "[argv truncated]");
+}
+
+TEST_F(RunnerStepsTest, AStartedPidOutsideTheWrapperIsRefused) {
+  message(1, request("a.cpp"));
+  tick();
+  ports_->descends = false;
+  message(1, StartedMsg{1});
+  EXPECT_EQ(extra(Counter::refused_pid), 1);
+  EXPECT_EQ(os(1).child, 0) << "memgate freezes and kills what a job names: only a pid below its wrapper";
+  ports_->descends = true;
+  message(1, StartedMsg{501});
+  EXPECT_EQ(os(1).child, 501);
+  EXPECT_EQ(extra(Counter::unjoined), 0);
+}
+
+TEST_F(RunnerStepsTest, AChildThatCouldNotJoinItsCgroupIsCounted) {
+  message(1, request("a.cpp"));
+  tick();
+  ports_->jobs.at(job_of(1))->joined = false;
+  message(1, StartedMsg{501});
+  EXPECT_EQ(extra(Counter::unjoined), 1);
+}
+
+TEST_F(RunnerStepsTest, AnExitEndsTheJobWithAVerdictAndARecord) {
+  start(1, "a.cpp", 501);
+  os(1).mem = JobMemory{0, 700 * MiB};
+  message(1, exited(0));
+  EXPECT_FALSE(last<VerdictMsg>(1).rerun);
+  EXPECT_EQ(gov_job(1).state, JobState::done);
+  EXPECT_EQ(os(1).ended, 1);
+  EXPECT_EQ(finished(), 1u);
+  EXPECT_EQ(learned_, std::vector<std::string>{"g++:compile:a.cpp->a.cpp.o"});
+  // A repeated exit (a confused or hostile wrapper) changes nothing.
+  message(1, exited(0));
+  EXPECT_EQ(sent(1).size(), 2u);
+  EXPECT_EQ(finished(), 1u);
+}
+
+TEST_F(RunnerStepsTest, AMessageOfTheWrongKindClosesTheConnectionAndEndsItsJob) {
+  start(1, "a.cpp", 501);
+  message(1, VerdictMsg{});  // the runner's own kind: no wrapper sends it
+  EXPECT_EQ(ports_->closed, std::vector<ConnId>{1});
+  EXPECT_EQ(live(), 0u);
+  EXPECT_EQ(ports_->jobs.begin()->second->kills, 1) << "what the job started is killed, not orphaned";
+}
+
+TEST_F(RunnerStepsTest, ASecondRequestOnOneConnectionClosesIt) {
+  message(1, request("a.cpp"));
+  message(1, request("b.cpp"));
+  EXPECT_EQ(ports_->closed, std::vector<ConnId>{1});
+  EXPECT_EQ(live(), 0u);
+}
+
+TEST_F(RunnerStepsTest, AWrapperGoneWithoutAVerdictHasItsJobKilled) {
+  start(1, "a.cpp", 501);
+  JobId id = job_of(1);
+  hang_up(1);
+  EXPECT_EQ(ports_->jobs.at(id)->kills, 1);
+  EXPECT_EQ(gov().job(id).state, JobState::done);
+  EXPECT_EQ(live(), 0u);
+  EXPECT_TRUE(ports_->closed.empty()) << "the server closed it already";
+}
+
+TEST_F(RunnerStepsTest, TheTickMeasuresJobsAndTheBuild) {
+  start(1, "a.cpp", 501);
+  os(1).mem = JobMemory{300 * MiB, 400 * MiB};
+  ports_->view.build_used = 350 * MiB;
+  tick();
+  EXPECT_EQ(gov_job(1).current, 300 * MiB);
+  EXPECT_EQ(gov_job(1).attempt_peak, 400 * MiB);
+  EXPECT_EQ(recorded_peak(), 350 * MiB);
+  EXPECT_EQ(connected(1).profile.back().bytes, 300 * MiB);
+  EXPECT_EQ(ports_->idle_drops, 2);
+}
+
+TEST_F(RunnerStepsTest, TheTickFreezesTheNewestJobWhenMemoryRunsShortAndThawsItLater) {
+  start(1, "a.cpp", 501);
+  start(2, "b.cpp", 502);
+  os(1).mem = JobMemory{1900 * MiB, 1900 * MiB};
+  os(2).mem = JobMemory{1900 * MiB, 1900 * MiB};
+  ports_->view.build_used = 3850 * MiB;  // above the freeze line (92%), below the kill line
+  tick();
+  EXPECT_TRUE(os(2).frozen);
+  EXPECT_FALSE(os(1).frozen);
+  EXPECT_EQ(gov_job(2).state, JobState::frozen);
+  // The first job ends; memory is low again and stays so.
+  message(1, exited(0));
+  ports_->view.build_used = 1 * GiB;
+  // The governor's thaw hold, on its own clock: steps later in time.
+  for (int i = 1; i <= 20 && os(2).frozen; ++i) apply(gov().step(ports_->view, now() + i));
+  EXPECT_FALSE(os(2).frozen);
+}
+
+TEST_F(RunnerStepsTest, AFreezeTheJobCannotTakeIsUndone) {
+  start(1, "a.cpp", 501);
+  start(2, "b.cpp", 502);
+  os(2).freezable = false;
+  ports_->view.build_used = 3850 * MiB;
+  tick();
+  EXPECT_NE(gov_job(2).state, JobState::frozen);
+}
+
+TEST_F(RunnerStepsTest, AJobKilledUnderPressureIsRerunAndItsCpuCounted) {
+  start(1, "a.cpp", 501);
+  start(2, "b.cpp", 502);
+  os(1).mem = JobMemory{2 * GiB, 2 * GiB};
+  os(2).mem = JobMemory{2 * GiB, 2 * GiB};
+  ports_->view.build_used = 4 * GiB;  // past the kill line
+  ports_->cpu_s = 7.5;
+  tick();
+  ASSERT_EQ(os(2).kills, 1);
+  EXPECT_TRUE(connected(2).killed_by_us);
+  EXPECT_DOUBLE_EQ(connected(2).cpu_at_kill_s, 7.5);
+  // The wrapper reports the SIGKILL; its rusage missed the compiler proper.
+  message(2, exited(SIGKILL, 0.1));
+  EXPECT_TRUE(last<VerdictMsg>(2).rerun);
+  EXPECT_EQ(gov_job(2).state, JobState::waiting);
+  EXPECT_EQ(gov_job(2).requeues, 1);
+  EXPECT_FALSE(connected(2).killed_by_us) << "the next attempt starts clean";
+  EXPECT_EQ(finished(), 0u) << "only a job's last attempt goes into the build";
+}
+
+TEST_F(RunnerStepsTest, AKernelOomKillIsToldApartFromOurs) {
+  start(1, "a.cpp", 501);
+  os(1).oom = true;
+  message(1, exited(SIGKILL));
+  ASSERT_FALSE(gov().events().empty());
+  bool oom = false;
+  for (const GovEvent& e : gov().events()) oom = oom || e.kind == EventKind::oom_kill;
+  EXPECT_TRUE(oom);
+}
+
+}  // namespace memgate
