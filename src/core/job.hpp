@@ -139,6 +139,18 @@ struct JobKey {
 // overflowed the prediction into a negative peak.
 constexpr int kMaxCpuWeight = 1024;
 
+// A job's future-max curve: at[i] is the most memory the job still uses
+// from progress x_i = i / (at.size() - 1) to its end, as a fraction of its
+// peak (so at[0] is 1 and the values never rise). Progress is the job's
+// CPU time over its predicted CPU time (wall time where CPU time cannot
+// be read). Empty: unknown (the job may use its peak until it ends).
+// predict/envelope.hpp learns, combines and reads it.
+struct Envelope {
+  std::vector<double> at;
+  bool empty() const { return at.empty(); }
+  bool operator==(const Envelope&) const = default;
+};
+
 // What the predictor expects of a job. All figures are for the whole
 // process tree of the job (nvcc -> cicc -> ptxas).
 struct Prediction {
@@ -151,6 +163,10 @@ struct Prediction {
   double peak_over_frac = 1.0;
   // The most memory the job uses after that moment; 0 = unknown.
   Bytes after_peak = 0;
+  // What it still uses from each point of its progress on, as fractions
+  // of `peak`; empty: the step peak_over_frac/after_peak make
+  // (predict/envelope.hpp envelope_for). Admission reads only this.
+  Envelope envelope;
   double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
   PredictionSource source = PredictionSource::fallback;
 };
@@ -165,6 +181,7 @@ struct JobProfile {
   double cpu_s = 0;
   double peak_over_frac = 1.0;  // see Prediction
   Bytes after_peak = 0;
+  Envelope envelope;            // see Prediction; empty: the step of the two above
   int runs = 1;                 // complete runs it sums up
   PredictionSource origin = PredictionSource::history;  // history (own), imported or prior
 };
