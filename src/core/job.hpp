@@ -98,6 +98,7 @@ enum class Counter {
   declined,           // jobs refused after waiting too long (--decline-after, on a build server)
   fell_back,          // remote or offloaded jobs the engine compiled here after all (recorded local)
   requeued_cpu_ms,    // CPU time of attempts ended by memory (memgate's kill or the kernel's OOM killer): work done again
+  released_mib_s,     // reservation given back by running jobs past their peaks (predicted peak less what they held), MiB x s
 };
 
 // Counters present in a record: a missing one was not recorded (an older

@@ -41,7 +41,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
-                    Counter::frozen_ms, Counter::requeued_cpu_ms})
+                    Counter::frozen_ms, Counter::requeued_cpu_ms, Counter::released_mib_s})
     counters_[c] = 0;
   if (!cfg_.offload.engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
@@ -202,6 +202,15 @@ void Governor::account_time(double now) {
     }
     count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters)));
     count(Counter::frozen_ms, std::llround(dt_ms * static_cast<double>(frozen)));
+    // What the envelope gave back: each running job's predicted peak less
+    // what it held over the interval (read at its start).
+    for (const auto& [id, j] : jobs_) {
+      if (j.state != JobState::running) continue;
+      const Bytes pred = std::max(j.pred.peak, j.peak_floor);
+      const Bytes held = reservation(j, last_t_);
+      if (held < pred) released_bytes_s_ += static_cast<double>(pred - held) * (now - last_t_);
+    }
+    counters_[Counter::released_mib_s] = std::llround(released_bytes_s_ / static_cast<double>(MiB));
   }
   last_t_ = std::max(last_t_, now);
 }

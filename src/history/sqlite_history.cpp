@@ -34,9 +34,10 @@ constexpr std::string_view kInsertJob =
 
 constexpr std::string_view kSelectBuildJobs =
     "SELECT " MEMGATE_JOB_COLUMNS("profile") " FROM jobs WHERE build_id = ? ORDER BY seq";
-// Profiles are large and the predictor does not read them.
+// With profiles (at most 64 points a job): the predictor learns each
+// run's envelope from its profile (predict/envelope.hpp).
 constexpr std::string_view kSelectRecentJobs =
-    "SELECT " MEMGATE_JOB_COLUMNS("'' AS profile") " FROM jobs WHERE build_id IN "
+    "SELECT " MEMGATE_JOB_COLUMNS("profile") " FROM jobs WHERE build_id IN "
     "(SELECT id FROM builds ORDER BY id DESC LIMIT ?) ORDER BY build_id, seq";
 
 constexpr std::string_view kSelectBuild =

@@ -260,6 +260,10 @@ TEST(Governor, AJobAtHalfSpeedKeepsItsReservationUntilItsCpuProgressPassesTheDec
   EXPECT_LT(held, 400 * MiB);
   EXPECT_GE(held, 300 * MiB);  // never below what it uses
   EXPECT_EQ(f.g().step(used(300 * MiB), 70).admit, std::vector<JobId>{b});
+  // What it gave back is counted: (1536 - 300) MiB for the next 10 s.
+  EXPECT_EQ(f.g().counters().at(Counter::released_mib_s), 0);
+  f.g().step(used(1324 * MiB), 80);
+  EXPECT_EQ(f.g().counters().at(Counter::released_mib_s), (1536 - 300) * 10);
 }
 
 TEST(Governor, AJobPastAGradualDeclineHoldsWhatItsEnvelopeStillPredicts) {

@@ -247,7 +247,7 @@ TEST_F(HistoryTest, JobsForPredictionComeFromTheNewestBuildsOldestFirst) {
   EXPECT_EQ(jobs.back().key.identity, sample_job(2).key.identity);
   EXPECT_EQ(jobs.back().peak_bytes, sample_job(2).peak_bytes);
   EXPECT_EQ(jobs.back().attempt_log.size(), 2u);
-  EXPECT_TRUE(jobs.back().profile.empty());  // not needed for prediction
+  EXPECT_EQ(jobs.back().profile.size(), sample_job(2).profile.size());  // the predictor learns its envelope
   EXPECT_EQ(h->jobs_for_prediction(100).size(), 6u);
 }
 
