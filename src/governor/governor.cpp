@@ -202,17 +202,18 @@ void Governor::account_time(double now) {
     }
     count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters)));
     count(Counter::frozen_ms, std::llround(dt_ms * static_cast<double>(frozen)));
-    // What the envelope gave back: each running job's predicted peak less
-    // what it held over the interval (read at its start).
-    for (const auto& [id, j] : jobs_) {
-      if (j.state != JobState::running) continue;
-      const Bytes pred = std::max(j.pred.peak, j.peak_floor);
-      const Bytes held = reservation(j, last_t_);
-      if (held < pred) released_bytes_s_ += static_cast<double>(pred - held) * (now - last_t_);
-    }
+    // What the envelope gave back over the interval, as read at its start.
+    released_bytes_s_ += static_cast<double>(releasing_) * (now - last_t_);
     counters_[Counter::released_mib_s] = std::llround(released_bytes_s_ / static_cast<double>(MiB));
   }
   last_t_ = std::max(last_t_, now);
+  // Each running job's predicted peak less what it holds now.
+  releasing_ = 0;
+  for (const auto& [id, j] : jobs_) {
+    if (j.state != JobState::running) continue;
+    const Bytes held = reservation(j, last_t_);
+    releasing_ += std::max<Bytes>(0, std::max(j.pred.peak, j.peak_floor) - held);
+  }
 }
 
 Decisions Governor::step(const MemoryView& view, double now) {

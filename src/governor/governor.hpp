@@ -433,6 +433,7 @@ class Governor {
   std::vector<GovEvent> events_;
   double last_t_ = -1;
   double released_bytes_s_ = 0;  // Counter::released_mib_s, unrounded
+  Bytes releasing_ = 0;          // what running jobs held below their peaks at the last step
   double last_freeze_t_ = -1e9, last_kill_t_ = -1e9, last_thaw_t_ = -1e9;
   double low_since_ = -1;   // memory has been low enough to thaw since then
   bool thrashing_ = false;  // PSI latch
