@@ -150,11 +150,20 @@ TEST(Profiles, AVersion1FileStillImportsItsTwoNumbersAsAStep) {
   auto again = decode_profiles(encode_profiles(*back), PredictionSource::imported);
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_EQ((*again)[0].envelope, e);
-  // The shipped prior (version 1) still reads.
+  // The shipped prior is version 2: each kernel's measured curve, fallen
+  // to well under half its peak by 40% of its life.
   auto shipped = read_profiles_file(std::string(MEMGATE_FIXTURES) + "/../../share/priors/flash-attn-2.json",
                                     PredictionSource::prior);
   ASSERT_TRUE(shipped.ok()) << shipped.error();
-  EXPECT_FALSE(shipped->empty());
+  ASSERT_FALSE(shipped->empty());
+  int measured = 0;
+  for (const JobProfile& p : *shipped) {
+    ASSERT_EQ(p.envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints)) << p.key.stem;
+    if (p.peak_over_frac >= 1.0) continue;  // no profile was recorded: high to the end
+    EXPECT_LT(envelope_at(p.envelope, 0.4), 0.7) << p.key.stem;
+    ++measured;
+  }
+  EXPECT_GE(measured, 15);
 }
 
 TEST(Profiles, IdentitiesNamingPathsOrPeopleStayHome) {
