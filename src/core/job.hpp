@@ -164,12 +164,12 @@ struct Prediction {
   double peak_over_frac = 1.0;
   // The most memory the job uses after that moment; 0 = unknown.
   Bytes after_peak = 0;
+  double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
+  PredictionSource source = PredictionSource::fallback;
   // What it still uses from each point of its progress on, as fractions
   // of `peak`; empty: the step peak_over_frac/after_peak make
   // (predict/envelope.hpp envelope_for). Admission reads only this.
   Envelope envelope;
-  double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
-  PredictionSource source = PredictionSource::fallback;
 };
 
 // One identity's learned figures, as `history export` writes them and
@@ -182,9 +182,9 @@ struct JobProfile {
   double cpu_s = 0;
   double peak_over_frac = 1.0;  // see Prediction
   Bytes after_peak = 0;
-  Envelope envelope;            // see Prediction; empty: the step of the two above
   int runs = 1;                 // complete runs it sums up
   PredictionSource origin = PredictionSource::history;  // history (own), imported or prior
+  Envelope envelope;            // see Prediction; empty: the step of peak_over_frac and after_peak
 };
 
 // A point of a memory profile: seconds since the job (or build) started.

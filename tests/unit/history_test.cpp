@@ -57,7 +57,7 @@ JobRecord sample_job(int i) {
            "k" + std::to_string(i), 2};
   j.argv_digest = "0123456789abcdef";
   j.cwd = "/tmp/pip-req-build-x/build";
-  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, PredictionSource::similar};
+  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, PredictionSource::similar, {}};
   j.submit_s = 1.125 + i;
   j.start_s = 2.5 + i;
   j.end_s = 130.0625 + i;
