@@ -127,6 +127,16 @@ TEST(Profiles, Version2CarriesTheEnvelopeOfTheRecordedCurves) {
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_NEAR(envelope_at((*back)[0].envelope, 0.5), 0.1, 1e-3);
   EXPECT_DOUBLE_EQ(envelope_at((*back)[0].envelope, 0.0), 1.0);
+  // Imported into a history, it keeps its envelope.
+  TempDir d;
+  auto h = History::open(d.path + "/h.db");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_TRUE((*h)->import_profiles(*back).ok());
+  auto kept = (*h)->imported_profiles();
+  ASSERT_EQ(kept.size(), 1u);
+  ASSERT_EQ(kept[0].envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints));
+  EXPECT_NEAR(envelope_at(kept[0].envelope, 0.5), 0.1, 1e-3);
+  EXPECT_GE(envelope_at(kept[0].envelope, 0.5) + 1e-9, envelope_at((*back)[0].envelope, 0.5));  // rounded up
   // A predictor seeded with it predicts the curve, not the step.
   Predictor pred;
   pred.add_profile((*back)[0]);
