@@ -98,6 +98,7 @@ enum class Counter {
   declined,           // jobs refused after waiting too long (--decline-after, on a build server)
   fell_back,          // remote or offloaded jobs the engine compiled here after all (recorded local)
   requeued_cpu_ms,    // CPU time of attempts ended by memory (memgate's kill or the kernel's OOM killer): work done again
+  released_mib_s,     // reservation given back by running jobs past their peaks (predicted peak less what they held), MiB x s
 };
 
 // Counters present in a record: a missing one was not recorded (an older
@@ -139,6 +140,18 @@ struct JobKey {
 // overflowed the prediction into a negative peak.
 constexpr int kMaxCpuWeight = 1024;
 
+// A job's future-max curve: at[i] is the most memory the job still uses
+// from progress x_i = i / (at.size() - 1) to its end, as a fraction of its
+// peak (so at[0] is 1 and the values never rise). Progress is the job's
+// CPU time over its predicted CPU time (wall time where CPU time cannot
+// be read). Empty: unknown (the job may use its peak until it ends).
+// predict/envelope.hpp learns, combines and reads it.
+struct Envelope {
+  std::vector<double> at;
+  bool empty() const { return at.empty(); }
+  bool operator==(const Envelope&) const = default;
+};
+
 // What the predictor expects of a job. All figures are for the whole
 // process tree of the job (nvcc -> cicc -> ptxas).
 struct Prediction {
@@ -153,6 +166,10 @@ struct Prediction {
   Bytes after_peak = 0;
   double confidence = 0;     // 0 (a guess) .. 1 (seen this exact job often)
   PredictionSource source = PredictionSource::fallback;
+  // What it still uses from each point of its progress on, as fractions
+  // of `peak`; empty: the step peak_over_frac/after_peak make
+  // (predict/envelope.hpp envelope_for). Admission reads only this.
+  Envelope envelope;
 };
 
 // One identity's learned figures, as `history export` writes them and
@@ -167,6 +184,7 @@ struct JobProfile {
   Bytes after_peak = 0;
   int runs = 1;                 // complete runs it sums up
   PredictionSource origin = PredictionSource::history;  // history (own), imported or prior
+  Envelope envelope;            // see Prediction; empty: the step of peak_over_frac and after_peak
 };
 
 // A point of a memory profile: seconds since the job (or build) started.

@@ -71,7 +71,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 33> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 34> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -105,6 +105,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 33> kCounters{{
     {Counter::declined, "declined"},
     {Counter::fell_back, "fell_back"},
     {Counter::requeued_cpu_ms, "requeued_cpu_ms"},
+    {Counter::released_mib_s, "released_mib_s"},
 }};
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/job_class.hpp"
 #include "governor/governor_detail.hpp"
+#include "predict/envelope.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
@@ -40,7 +41,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
-                    Counter::frozen_ms, Counter::requeued_cpu_ms})
+                    Counter::frozen_ms, Counter::requeued_cpu_ms, Counter::released_mib_s})
     counters_[c] = 0;
   if (!cfg_.offload.engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
@@ -73,17 +74,24 @@ Bytes Governor::effective_limit(const MemoryView& view) const {
   return std::max<Bytes>(0, std::min(cfg_.budget, cfg_.hard_limit - view.outside));
 }
 
+double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
+  const Prediction& p = j.pred;
+  if (by_cpu) *by_cpu = false;
+  if (j.start_t < 0) return -1;
+  if (p.cpu_s > 0 && j.cpu_s >= 0) {
+    if (by_cpu) *by_cpu = true;
+    return std::clamp(j.cpu_s / p.cpu_s, 0.0, 1.0);
+  }
+  if (p.wall_s > 0) return std::clamp((now - j.start_t) / p.wall_s, 0.0, 1.0);
+  return -1;
+}
+
 Bytes Governor::reservation(const GovJob& j, double now) const {
   if (j.state == JobState::killing) return j.current;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
   if (j.attempt_peak > pred) return std::max(j.current, scale(j.attempt_peak, kOvershootGrowth));
-  // Past the peak for good: the job keeps only what it still uses. All
-  // three must hold, so a job slowed by contention (its peak comes late)
-  // or one with several peaks (multi-arch nvcc) keeps its reservation.
   const Prediction& p = j.pred;
   double elapsed = now - j.start_t;
-  bool past_time = p.wall_s > 0 && p.peak_over_frac < 1.0 && elapsed >= p.peak_over_frac * p.wall_s;
-  bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
   bool falling = j.current < scale(j.attempt_peak, 0.9);
   // A weak guess the job's own curve contradicts: it ran live.min_s, peaked
   // under half the guess and is falling. It holds its peak with the margin
@@ -93,9 +101,16 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.attempt_peak > 0 &&
       j.attempt_peak < scale(pred, 0.5))
     return std::max(j.current, scale(j.attempt_peak, cfg_.live.margin_rising));
-  if (past_time && saw_peak && falling) {
-    Bytes keep = scale(std::max(j.current, p.after_peak), kAfterPeakMargin);
-    return std::min(pred, std::max(keep, j.current));
+  // The envelope: what the job still uses from its progress on. It
+  // releases only once the job has shown its peak (a prediction that came
+  // true); where progress is wall time, which contention slows, only
+  // while its memory is falling too.
+  bool by_cpu = false;
+  const double x = progress(j, now, &by_cpu);
+  bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
+  if (x > 0 && saw_peak && (by_cpu || falling)) {
+    const double f = envelope_at(envelope_for(p), x);
+    if (f < 1.0) return std::max(j.current, std::min(pred, scale(pred, f * kAfterPeakMargin)));
   }
   return std::max(pred, j.current);
 }
@@ -187,8 +202,18 @@ void Governor::account_time(double now) {
     }
     count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters)));
     count(Counter::frozen_ms, std::llround(dt_ms * static_cast<double>(frozen)));
+    // What the envelope gave back over the interval, as read at its start.
+    released_bytes_s_ += static_cast<double>(releasing_) * (now - last_t_);
+    counters_[Counter::released_mib_s] = std::llround(released_bytes_s_ / static_cast<double>(MiB));
   }
   last_t_ = std::max(last_t_, now);
+  // Each running job's predicted peak less what it holds now.
+  releasing_ = 0;
+  for (const auto& [id, j] : jobs_) {
+    if (j.state != JobState::running) continue;
+    const Bytes held = reservation(j, last_t_);
+    releasing_ += std::max<Bytes>(0, std::max(j.pred.peak, j.peak_floor) - held);
+  }
 }
 
 Decisions Governor::step(const MemoryView& view, double now) {
@@ -325,11 +350,12 @@ void Governor::freeze_failed(JobId id) {
   count(Counter::freeze_failed);
 }
 
-void Governor::sample(JobId id, Bytes current, Bytes peak, double now) {
+void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cpu_s) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   GovJob& j = it->second;
   if (j.state == JobState::waiting || j.state == JobState::done) return;
+  if (cpu_s >= 0) j.cpu_s = std::max(j.cpu_s, cpu_s);
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
   bool was_over = j.attempt_peak > scale(pred, 1.1);
   j.current = current;
@@ -428,6 +454,7 @@ void Governor::repredict() {
     j.pred.wall_s = fresh.wall_s;
     j.pred.cpu_s = fresh.cpu_s;
     j.pred.peak_over_frac = fresh.peak_over_frac;
+    j.pred.envelope = fresh.envelope;
     const double keeps = static_cast<double>(fresh.after_peak) / static_cast<double>(fresh.peak);
     j.pred.after_peak = std::min(j.pred.peak, scale(j.pred.peak, keeps));
   }

@@ -186,6 +186,7 @@ struct GovJob {
   double start_t = -1;       // -1 while waiting
   Bytes current = 0;         // now
   Bytes attempt_peak = 0;    // this attempt
+  double cpu_s = -1;         // CPU time of this attempt so far; < 0: cannot be read
   bool peak_told = false;    // on_past_peak was told of this attempt
 
   // Where it runs: here, or through a distributed engine (engine/engine.hpp).
@@ -279,8 +280,9 @@ class Governor {
   // tick and after anything changed (a submit, an exit).
   Decisions step(const MemoryView& view, double now);
 
-  // The job's tree uses `current` now, and at most `peak` this attempt.
-  void sample(JobId id, Bytes current, Bytes peak, double now);
+  // The job's tree uses `current` now, and at most `peak` this attempt;
+  // it has used `cpu_s` of CPU time this attempt (< 0: cannot be read).
+  void sample(JobId id, Bytes current, Bytes peak, double now, double cpu_s = -1);
 
   // An attempt ended. Returns true if the job goes back to the queue to be
   // run again (its wrapper then waits for a new grant). A waiting job that
@@ -316,8 +318,15 @@ class Governor {
   Bytes headroom(const MemoryView& view) const;
   // The effective limit E for this view.
   Bytes effective_limit(const MemoryView& view) const;
-  // The reservation a running job holds now.
+  // The reservation a running job holds now: max(what it uses, E(x) ×
+  // margin), E the future-max envelope of its prediction and x its
+  // progress (see progress()).
   Bytes reservation(const GovJob& j, double now) const;
+  // How far a running attempt is through its work, 0..1: its CPU time
+  // over its predicted CPU time where both are known (a job slowed by
+  // contention or frozen makes no progress), else its wall time over its
+  // predicted wall time; -1 when neither is known. `by_cpu` tells which.
+  static double progress(const GovJob& j, double now, bool* by_cpu = nullptr);
 
  private:
   void account_time(double now);
@@ -350,6 +359,11 @@ class Governor {
     double fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
                     int taken_slots) const;
     static void releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out);
+    // What the envelope gives back of `held` (of predicted `peak`) from
+    // progress x0 at time t0 on, at the predicted speed; `held` ends as
+    // what is left.
+    static void envelope_releases(const Prediction& p, Bytes peak, Bytes& held, double x0, double t0,
+                                  std::vector<Release>& out);
     const GovJob* head_;
     Bytes need_;
     int w_;
@@ -418,6 +432,8 @@ class Governor {
   Counters counters_;
   std::vector<GovEvent> events_;
   double last_t_ = -1;
+  double released_bytes_s_ = 0;  // Counter::released_mib_s, unrounded
+  Bytes releasing_ = 0;          // what running jobs held below their peaks at the last step
   double last_freeze_t_ = -1e9, last_kill_t_ = -1e9, last_thaw_t_ = -1e9;
   double low_since_ = -1;   // memory has been low enough to thaw since then
   bool thrashing_ = false;  // PSI latch

@@ -9,6 +9,7 @@
 #include "core/job_class.hpp"
 #include "governor/governor.hpp"
 #include "governor/governor_detail.hpp"
+#include "predict/envelope.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
@@ -21,6 +22,7 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
   tell(JobFact::of(JobFact::Kind::started, j.id, now, now - j.queued_t, j.pred));
   j.attempts += 1;
   j.attempt_peak = 0;
+  j.cpu_s = -1;
   j.peak_told = false;
   j.current = 0;
   j.blocked_by_memory = j.blocked_by_cpu = false;
@@ -150,19 +152,30 @@ Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int fre
   head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
 }
 
+void Governor::Shadow::envelope_releases(const Prediction& p, Bytes peak, Bytes& held, double x0, double t0,
+                                         std::vector<Release>& out) {
+  const Envelope e = envelope_for(p);
+  const auto n = e.at.size();
+  for (std::size_t i = 1; i < n; ++i) {
+    const double x = static_cast<double>(i) / static_cast<double>(n - 1);
+    if (x <= x0) continue;
+    const Bytes keep = std::min(held, scale(peak, e.at[i] * kAfterPeakMargin));
+    if (keep >= held) continue;
+    out.push_back({t0 + (x - x0) * p.wall_s, held - keep, 0});
+    held = keep;
+  }
+}
+
 void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   const Prediction& p = r.pred;
   if (p.wall_s <= 0) return;
   std::vector<Release> mine;
-  if (r.state == JobState::running && p.peak_over_frac < 1.0 && p.after_peak > 0) {
-    double past = r.start_t + p.peak_over_frac * p.wall_s;
-    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
-    if (past > now && keep < held) {
-      mine.push_back({past, held - keep, 0});
-      held = keep;
-    }
-  }
-  mine.push_back({std::max(r.start_t + p.wall_s, now + 0.1 * p.wall_s), held, r.weight(slots_)});
+  // From its progress on, at its predicted speed: a job slowed by
+  // contention (its CPU progress behind its wall time) ends later.
+  const double x0 = std::max(0.0, progress(r, now));
+  if (r.state == JobState::running) envelope_releases(p, std::max(p.peak, r.peak_floor), held, x0, now, mine);
+  mine.push_back({std::max({r.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
+                  r.weight(slots_)});
   for (const Release& x : mine)
     releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
                                       [](double t, const Release& y) { return t < y.t; }),
@@ -173,13 +186,7 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
 void Governor::Shadow::releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out) {
   if (p.wall_s <= 0) return;  // it may run for ever: gives nothing back
   Bytes held = need;
-  if (p.peak_over_frac < 1.0 && p.after_peak > 0) {
-    Bytes keep = std::min(held, scale(p.after_peak, kAfterPeakMargin));
-    if (keep < held) {
-      out.push_back({start + p.peak_over_frac * p.wall_s, held - keep, 0});
-      held = keep;
-    }
-  }
+  envelope_releases(p, p.peak, held, 0, start, out);
   out.push_back({start + p.wall_s, held, w});
 }
 
@@ -189,7 +196,7 @@ double Governor::Shadow::fit_time(Bytes need, int w, double from, const std::vec
                                   int taken_slots) const {
   Bytes mem = mem_ - taken_mem;
   int slots = free_slots_ - taken_slots;
-  size_t a = 0, b = 0;  // releases_ and extra (sorted, at most two), merged
+  size_t a = 0, b = 0;  // releases_ and extra (each sorted), merged
   auto next_t = [&] {
     double ta = a < releases_.size() ? releases_[a].t : kNever, tb = b < extra.size() ? extra[b].t : kNever;
     return std::min(ta, tb);

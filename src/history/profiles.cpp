@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job_class.hpp"
+#include "predict/envelope.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json.hpp"
 #include "util/text.hpp"
@@ -27,9 +28,10 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "memgate-profiles";
 constexpr std::size_t kMaxFileBytes = 64u << 20;
-// A profile is 23 values: this is about 90,000 of them, more than any
-// build has compile jobs. The costliest file within it (2 Mi empty
-// objects) takes about 240 MiB to parse, under 4x the file limit.
+// A profile is 23 values and its envelope up to 65 more: this is about
+// 24,000 of them, more than any build has compile jobs. The costliest
+// file within it (2 Mi empty objects) takes about 240 MiB to parse, under
+// 4x the file limit.
 constexpr JsonLimits kProfileLimits{16, std::size_t{1} << 21};
 constexpr std::size_t kMaxText = 4096;
 constexpr int kRunsPerProfile = 3;
@@ -66,7 +68,26 @@ Result<double> number_of(const json& p, const char* key, double lo, double hi) {
   return v;
 }
 
-Result<JobProfile> decode_one(const json& p, PredictionSource origin) {
+// Version 2's envelope: 2 to 64 numbers in [0, 1]; a missing one is the
+// step of the two numbers (as in version 1).
+Result<Envelope> envelope_of_json(const json& p, const JobProfile& out, int version) {
+  auto it = p.find("envelope");
+  if (version < 2 || it == p.end())
+    return step_envelope(out.peak_over_frac, static_cast<double>(out.after_peak) / static_cast<double>(out.peak));
+  if (!it->is_array() || it->size() < static_cast<std::size_t>(kEnvelopeMinPoints) ||
+      it->size() > static_cast<std::size_t>(kEnvelopeMaxPoints))
+    return Error{fmt::format("'envelope' is not a list of {} to {} numbers", kEnvelopeMinPoints, kEnvelopeMaxPoints)};
+  std::vector<double> at;
+  for (const auto& v : *it) {
+    if (!v.is_number()) return Error{"'envelope' holds something that is not a number"};
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0 || x > 1) return Error{fmt::format("'envelope' value {} is not in [0, 1]", x)};
+    at.push_back(x);
+  }
+  return sanitized_envelope(at);
+}
+
+Result<JobProfile> decode_one(const json& p, PredictionSource origin, int version) {
   if (!p.is_object()) return Error{"not an object"};
   JobProfile out;
   out.origin = origin;
@@ -95,6 +116,9 @@ Result<JobProfile> decode_one(const json& p, PredictionSource origin) {
   out.after_peak = std::min(out.peak, static_cast<Bytes>(number("after_peak_bytes", 0, 1e15)));
   out.runs = static_cast<int>(number("runs", 1, 1e9));
   if (!err.empty()) return Error{err};
+  auto envelope = envelope_of_json(p, out, version);
+  if (!envelope) return Error{envelope.error()};
+  out.envelope = std::move(*envelope);
   return out;
 }
 
@@ -113,8 +137,17 @@ std::vector<JobProfile> summarize_profiles(const std::vector<JobRecord>& jobs) {
     JobProfile p;
     p.key = newest.key;
     std::vector<double> walls, cpus;
+    std::vector<Envelope> envelopes;
     double pof = 0;
     for (const JobRecord* r : runs) {
+      // The profile is the last attempt's, t from its start.
+      const double attempt_s =
+          r->attempt_log.empty() ? r->wall_s() : r->attempt_log.back().end_s - r->attempt_log.back().start_s;
+      Envelope e = envelope_of(r->profile, attempt_s);
+      if (e.empty())
+        e = step_envelope(r->peak_over_frac, static_cast<double>(r->after_peak_bytes) / static_cast<double>(r->peak_bytes));
+      if (e.empty()) e.at.assign(kEnvelopePoints, 1.0);  // high to the end
+      envelopes.push_back(std::move(e));
       // Peaks scale with the CPU weight (nvcc --threads) the run had.
       double scale = static_cast<double>(std::max(1, newest.key.cpu_weight)) / std::max(1, r->key.cpu_weight);
       p.peak = std::max(p.peak, static_cast<Bytes>(static_cast<double>(r->peak_bytes) * scale));
@@ -125,6 +158,7 @@ std::vector<JobProfile> summarize_profiles(const std::vector<JobRecord>& jobs) {
     }
     p.peak_over_frac = pof > 0 ? std::min(pof, 1.0) : 1.0;
     p.after_peak = std::min(p.after_peak, p.peak);
+    p.envelope = combine_envelopes(envelopes);
     p.wall_s = median(walls);
     p.cpu_s = median(cpus);
     p.runs = static_cast<int>(runs.size());
@@ -172,6 +206,13 @@ std::vector<std::string> private_words() {
 std::string encode_profiles(const std::vector<JobProfile>& profiles) {
   json list = json::array();
   for (const JobProfile& p : profiles) {
+    Envelope e = p.envelope.empty() && p.peak > 0
+                     ? step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak))
+                     : p.envelope;
+    if (e.empty()) e.at.assign(kEnvelopePoints, 1.0);
+    json envelope = json::array();
+    // Three decimals, rounded up: never below what was learned.
+    for (double v : e.at) envelope.push_back(std::min(1.0, std::ceil(v * 1000 - 1e-6) / 1000));
     list.push_back({{"identity", p.key.identity},
                     {"tool", p.key.tool},
                     {"klass", p.key.klass},
@@ -182,6 +223,7 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
                     {"cpu_s", p.cpu_s},
                     {"peak_over_frac", p.peak_over_frac},
                     {"after_peak_bytes", p.after_peak},
+                    {"envelope", envelope},
                     {"runs", p.runs}});
   }
   return json{{"format", kFormat}, {"version", kProfilesVersion}, {"profiles", list}}.dump(1) + "\n";
@@ -196,15 +238,16 @@ Result<std::vector<JobProfile>> decode_profiles(std::string_view text, Predictio
   auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer())
     return Error{"the file has no format version"};
-  if (version->get<long long>() != kProfilesVersion)
-    return Error{fmt::format("format version {} is not one this memgate reads (it reads version {})",
-                             version->dump(), kProfilesVersion)};
+  const long long v = version->get<long long>();
+  if (v < kProfilesOldestVersion || v > kProfilesVersion)
+    return Error{fmt::format("format version {} is not one this memgate reads (it reads versions {} to {})",
+                             version->dump(), kProfilesOldestVersion, kProfilesVersion)};
   auto list = j.find("profiles");
   if (list == j.end() || !list->is_array()) return Error{"no \"profiles\" list"};
   std::vector<JobProfile> out;
   std::map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < list->size(); ++i) {
-    auto p = decode_one((*list)[i], origin);
+    auto p = decode_one((*list)[i], origin, static_cast<int>(v));
     if (!p) return Error{fmt::format("profile {}: {}", i + 1, p.error())};
     if (auto it = seen.find(p->key.identity); it != seen.end()) {
       out[it->second] = std::move(*p);  // the later one wins

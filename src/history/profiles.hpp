@@ -3,13 +3,18 @@
 // FILE` (README "Shared history"). A team or a CI fleet shares one, so a
 // new machine's first build starts warm.
 //
-//   {"format": "memgate-profiles", "version": 1,
+//   {"format": "memgate-profiles", "version": 2,
 //    "profiles": [{"identity": "nvcc:compile:src/flash_fwd...cu->...o[sm_80]",
 //                  "tool": "nvcc", "klass": "nvcc:compile[sm_80]",
 //                  "stem": "flash_fwd_hdim128_fp16_sm80", "cpu_weight": 1,
 //                  "peak_bytes": 4300000000, "wall_s": 141, "cpu_s": 141,
 //                  "peak_over_frac": 0.3, "after_peak_bytes": 1100000000,
-//                  "runs": 3}, ...]}
+//                  "envelope": [1, 1, ..., 0.26, 0.25], "runs": 3}, ...]}
+//
+// Version 2 added "envelope": the future-max curve E(x) (core/job.hpp
+// Envelope), 2 to 64 fractions of the peak at even steps of progress,
+// what admission reads. Version 1 files (no envelope) still import: their
+// peak_over_frac and after_peak_bytes become a step envelope.
 //
 // Nothing in it names a machine or a person: identities are relative by
 // construction (predict/identity.hpp), and export leaves out any whose
@@ -29,11 +34,14 @@
 
 namespace memgate {
 
-inline constexpr int kProfilesVersion = 1;
+inline constexpr int kProfilesVersion = 2;
+// The oldest format version read.
+inline constexpr int kProfilesOldestVersion = 1;
 
 // One profile per identity from recorded jobs (oldest first): the newest
 // complete successful runs (up to 3), peak the max of them, times the
-// median. Failed, killed and probe jobs are left out.
+// median, the envelope their robust upper envelope (predict/envelope.hpp).
+// Failed, killed and probe jobs are left out.
 std::vector<JobProfile> summarize_profiles(const std::vector<JobRecord>& jobs);
 
 // Whether an identity can leave this machine: no absolute path, and no

@@ -92,6 +92,13 @@ CREATE TABLE imported (
 );
 )sql";
 
+// v4: an imported profile's future-max envelope (core/job.hpp Envelope),
+// its fractions comma-separated; '' (profiles imported before) reads as
+// the step of peak_over_frac and after_peak_bytes.
+constexpr std::string_view kV4 = R"sql(
+ALTER TABLE imported ADD COLUMN envelope TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Negative versions are refused here: memgate never writes one, and the
 // migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
@@ -105,7 +112,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1, kV2, kV3};
+  static const std::vector<std::string_view> list = {kV1, kV2, kV3, kV4};
   return list;
 }
 

@@ -1,11 +1,15 @@
 #include "history/sqlite_history.hpp"
 
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 
 #include <fmt/core.h>
 
 #include "history/codec.hpp"
+#include "predict/envelope.hpp"
 #include "util/log.hpp"
+#include "util/text.hpp"
 
 namespace memgate {
 namespace {
@@ -30,9 +34,10 @@ constexpr std::string_view kInsertJob =
 
 constexpr std::string_view kSelectBuildJobs =
     "SELECT " MEMGATE_JOB_COLUMNS("profile") " FROM jobs WHERE build_id = ? ORDER BY seq";
-// Profiles are large and the predictor does not read them.
+// With profiles (at most 64 points a job): the predictor learns each
+// run's envelope from its profile (predict/envelope.hpp).
 constexpr std::string_view kSelectRecentJobs =
-    "SELECT " MEMGATE_JOB_COLUMNS("'' AS profile") " FROM jobs WHERE build_id IN "
+    "SELECT " MEMGATE_JOB_COLUMNS("profile") " FROM jobs WHERE build_id IN "
     "(SELECT id FROM builds ORDER BY id DESC LIMIT ?) ORDER BY build_id, seq";
 
 constexpr std::string_view kSelectBuild =
@@ -235,14 +240,34 @@ namespace {
 
 constexpr std::string_view kSelectImported =
     "SELECT identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, after_peak_bytes, "
-    "runs FROM imported ORDER BY identity";
+    "runs, envelope FROM imported ORDER BY identity";
 constexpr std::string_view kUpsertImported =
     "INSERT INTO imported (identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, "
-    "after_peak_bytes, runs, imported_unix) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+    "after_peak_bytes, runs, imported_unix, envelope) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (identity) DO UPDATE SET tool = excluded.tool, klass = excluded.klass, stem = excluded.stem, "
     "cpu_weight = excluded.cpu_weight, peak_bytes = excluded.peak_bytes, wall_s = excluded.wall_s, "
     "cpu_s = excluded.cpu_s, peak_over_frac = excluded.peak_over_frac, after_peak_bytes = excluded.after_peak_bytes, "
-    "runs = excluded.runs, imported_unix = excluded.imported_unix";
+    "runs = excluded.runs, imported_unix = excluded.imported_unix, envelope = excluded.envelope";
+
+// The envelope column: fractions, comma-separated (what the file
+// reader checked, or '' for none).
+std::string envelope_text(const Envelope& e) {
+  std::string out;
+  for (double v : e.at) out += (out.empty() ? "" : ",") + fmt::format("{:.4f}", std::min(1.0, std::ceil(v * 1e4 - 1e-6) / 1e4));
+  return out;
+}
+
+Envelope envelope_from_text(const std::string& text) {
+  std::vector<double> at;
+  for (std::string_view part : split(text, ',')) {
+    std::string s(part);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size()) return {};
+    at.push_back(v);
+  }
+  return sanitized_envelope(at);
+}
 
 }  // namespace
 
@@ -267,6 +292,9 @@ std::vector<JobProfile> SqliteHistory::imported_profiles() {
     p.peak_over_frac = st->real(8);
     p.after_peak = st->int64(9);
     p.runs = static_cast<int>(st->int64(10));
+    p.envelope = envelope_from_text(st->text(11));
+    if (p.envelope.empty() && p.peak > 0)
+      p.envelope = step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
     p.origin = PredictionSource::imported;
     out.push_back(std::move(p));
   }
@@ -290,7 +318,7 @@ Result<int> SqliteHistory::import_profiles(const std::vector<JobProfile>& profil
   for (const JobProfile& p : profiles) {
     st->bind(1, p.key.identity).bind(2, p.key.tool).bind(3, p.key.klass).bind(4, p.key.stem);
     st->bind(5, p.key.cpu_weight).bind(6, p.peak).bind(7, p.wall_s).bind(8, p.cpu_s).bind(9, p.peak_over_frac);
-    st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now);
+    st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now).bind(13, envelope_text(p.envelope));
     if (auto s = st->run(); !s) return fail(s.error());
     st->reset();
   }

@@ -74,7 +74,11 @@ MemoryView SimulatedRun::view() const {
 void SimulatedRun::sample_all(double t) {
   for (auto& [id, s] : sim_) {
     if (s.state != SimState::running && s.state != SimState::frozen) continue;
-    gov_.sample(id, current(s), s.attempt_peak, t);
+    // CPU is even over a job's life (workload.hpp): what it has spent is
+    // its progress times its CPU time, so the governor reads progress as
+    // the runner does, by CPU.
+    const double cpu = jobs_[s.job].cpu_s;
+    gov_.sample(id, current(s), s.attempt_peak, t, cpu > 0 ? s.p * cpu : -1);
   }
 }
 

@@ -173,6 +173,7 @@ std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores) {
     job.predicted.cpu_s = j.cpu_s;
     job.predicted.peak_over_frac = j.peak_over_frac;
     job.predicted.after_peak = j.after_peak_bytes;
+    job.predicted.envelope = envelope_of_profile(job.profile);
     job.predicted.confidence = 1;
     job.predicted.source = PredictionSource::history;
     normalize(job);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "predict/envelope.hpp"
 #include "predict/profile.hpp"
 
 namespace memgate::plan {
@@ -131,6 +132,14 @@ void fill_prediction_from_profile(const std::vector<ProfilePoint>& profile, Pred
   p.peak = t.peak;
   p.peak_over_frac = t.peak_over_frac;
   p.after_peak = t.peak_over_frac < 1.0 ? t.after_peak_bytes : 0;
+  p.envelope = envelope_of(samples, 1.0);
+}
+
+Envelope envelope_of_profile(const std::vector<ProfilePoint>& profile) {
+  std::vector<MemSample> samples;
+  samples.reserve(profile.size());
+  for (const auto& pt : profile) samples.push_back(MemSample{pt.p, pt.bytes});
+  return envelope_of(samples, 1.0);
 }
 
 void normalize(PlanJob& job) {

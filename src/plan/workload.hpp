@@ -92,8 +92,11 @@ std::vector<ProfilePoint> downsample(const std::vector<ProfilePoint>& profile, s
 
 // The part of a prediction the profile determines: the peak, the last
 // moment the job is within 90% of it (peak_over_frac, as the recorder
-// defines it) and the most it uses after that.
+// defines it), the most it uses after that, and its future-max envelope
+// (what admission reads).
 void fill_prediction_from_profile(const std::vector<ProfilePoint>& profile, Prediction& p);
+// The future-max envelope of a progress profile (predict/envelope.hpp).
+Envelope envelope_of_profile(const std::vector<ProfilePoint>& profile);
 
 // Sets peak from the profile, clamps the fields the simulation relies on
 // (work_s > 0, threads >= 1, cpu_s >= 0) and, if no prediction was given,

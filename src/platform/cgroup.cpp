@@ -218,6 +218,15 @@ std::optional<Bytes> Cgroup::peak() const {
   return t ? parse_bytes_file(*t) : std::nullopt;
 }
 
+std::optional<double> Cgroup::cpu_s() const {
+  if (version_ == CgroupVersion::v1) {
+    auto t = read_file(mem_file("cpuacct.usage"));
+    return t ? parse_cpuacct_usage(*t) : std::nullopt;
+  }
+  auto t = read_file(mem_file("cpu.stat"));
+  return t ? parse_cpu_stat_usage(*t) : std::nullopt;
+}
+
 std::optional<Bytes> Cgroup::inactive_file() const {
   auto t = read_file(mem_file("memory.stat"));
   return t ? parse_inactive_file(*t, version_) : std::nullopt;

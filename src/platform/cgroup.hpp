@@ -95,6 +95,9 @@ class Cgroup {
   std::optional<Bytes> usage() const;          // v1 usage_in_bytes; v2 memory.current
   std::optional<Bytes> peak() const;           // v1 max_usage_in_bytes; v2 memory.peak (5.19+)
   std::optional<Bytes> inactive_file() const;  // reclaimable page cache, from memory.stat
+  // CPU time of everything in it, in seconds: v2 cpu.stat usage_usec; v1
+  // cpuacct.usage where cpuacct is mounted with memory (nullopt otherwise).
+  std::optional<double> cpu_s() const;
   // v1 writes 0 to max_usage_in_bytes. v2 resets memory.peak only for the
   // file descriptor that wrote it, which a handle like this cannot keep, so
   // v2 returns an Error: use a fresh cgroup per attempt instead.

@@ -121,6 +121,21 @@ std::optional<Bytes> parse_bytes_file(std::string_view text) {
   return *v;
 }
 
+std::optional<double> parse_cpuacct_usage(std::string_view text) {
+  if (!text::ends_complete(text)) return std::nullopt;  // cut inside its number
+  auto v = text::to_int(text);
+  if (!v || *v < 0) return std::nullopt;
+  return static_cast<double>(*v) / 1e9;
+}
+
+std::optional<double> parse_cpu_stat_usage(std::string_view text) {
+  auto kv = parse_keyed(text);
+  if (!kv) return std::nullopt;
+  auto it = kv->find("usage_usec");
+  if (it == kv->end() || it->second < 0) return std::nullopt;
+  return static_cast<double>(it->second) / 1e6;
+}
+
 std::optional<std::map<std::string, std::int64_t, std::less<>>> parse_keyed(std::string_view text) {
   std::map<std::string, std::int64_t, std::less<>> out;
   auto all = text::lines(text);

@@ -56,6 +56,12 @@ std::optional<LimitValue> parse_v2_limit(std::string_view text);
 // max_usage_in_bytes, memory.current, memory.peak.
 std::optional<Bytes> parse_bytes_file(std::string_view text);
 
+// CPU time of a cgroup, in seconds: v1 cpuacct.usage (nanoseconds, one
+// number) and v2 cpu.stat's usage_usec line (present without the cpu
+// controller). nullopt for anything malformed or cut short.
+std::optional<double> parse_cpuacct_usage(std::string_view text);
+std::optional<double> parse_cpu_stat_usage(std::string_view text);
+
 // "key value" lines (memory.stat, memory.events, memory.oom_control,
 // cgroup.events). A last line without '\n' is dropped, since it may have
 // been cut inside its number.

@@ -47,14 +47,18 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   auto session = narrow<pid_t>(text::to_int(field(6)));
   auto utime = text::to_uint(field(14));
   auto stime = text::to_uint(field(15));
+  auto cutime = text::to_uint(field(16));
+  auto cstime = text::to_uint(field(17));
   auto start = text::to_uint(field(22));
   auto rss = text::to_int(field(24));
-  if (!ppid || !pgrp || !session || !utime || !stime || !start || !rss) return std::nullopt;
+  if (!ppid || !pgrp || !session || !utime || !stime || !cutime || !cstime || !start || !rss) return std::nullopt;
   st.ppid = *ppid;
   st.pgrp = *pgrp;
   st.session = *session;
   st.utime = *utime;
   st.stime = *stime;
+  st.cutime = *cutime;
+  st.cstime = *cstime;
   st.starttime = *start;
   st.rss_pages = *rss;
   return st;
@@ -119,6 +123,8 @@ std::optional<ProcInfo> read_process(pid_t pid, const std::string& proc_root) {
   p.starttime = st->starttime;
   p.utime = st->utime;
   p.stime = st->stime;
+  p.cutime = st->cutime;
+  p.cstime = st->cstime;
   p.rss = status->vm_rss.value_or(0);
   return p;
 }
@@ -184,6 +190,18 @@ Bytes tree_rss(pid_t root, const std::vector<ProcInfo>& all) {
 }
 
 Bytes tree_rss(pid_t root, const std::string& proc_root) { return tree_rss(root, read_all_processes(proc_root)); }
+
+std::uint64_t tree_cpu_ticks(pid_t root, const std::vector<ProcInfo>& all) {
+  std::unordered_map<pid_t, std::uint64_t> ticks;
+  for (const auto& p : all) ticks[p.pid] = p.utime + p.stime + p.cutime + p.cstime;
+  std::uint64_t sum = 0;
+  for (pid_t pid : descendants(root, all)) sum += ticks[pid];
+  return sum;
+}
+
+double tree_cpu_s(pid_t root, const std::string& proc_root) {
+  return ticks_to_seconds(tree_cpu_ticks(root, read_all_processes(proc_root)));
+}
 
 bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc_root) {
   if (pid <= 0 || ancestor <= 0) return false;

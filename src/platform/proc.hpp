@@ -26,6 +26,7 @@ struct ProcStat {
   pid_t pgrp = 0;
   pid_t session = 0;
   std::uint64_t utime = 0, stime = 0;
+  std::uint64_t cutime = 0, cstime = 0;  // of the children it has waited for (fields 16, 17)
   std::uint64_t starttime = 0;  // field 22
   std::int64_t rss_pages = 0;   // field 24
 };
@@ -57,6 +58,7 @@ struct ProcInfo {
   uid_t uid = 0;
   std::uint64_t starttime = 0;  // clock ticks since boot
   std::uint64_t utime = 0, stime = 0;
+  std::uint64_t cutime = 0, cstime = 0;
   Bytes rss = 0;  // VmRSS; 0 when the kernel shows none (zombie, kernel thread)
 };
 
@@ -82,6 +84,12 @@ std::vector<pid_t> process_tree(pid_t root, const std::string& proc_root = "/pro
 Bytes tree_rss(pid_t root, const std::string& proc_root = "/proc");
 // Pure counterpart of tree_rss over a snapshot.
 Bytes tree_rss(pid_t root, const std::vector<ProcInfo>& all);
+// CPU time of a process tree in clock ticks: each live member's own
+// time and that of the children it has waited for (a finished cicc is
+// counted in nvcc's cutime). Children nobody waited for yet are missed.
+std::uint64_t tree_cpu_ticks(pid_t root, const std::vector<ProcInfo>& all);
+// ... over a fresh snapshot, in seconds.
+double tree_cpu_s(pid_t root, const std::string& proc_root = "/proc");
 
 // Whether `pid` is `ancestor` or one of its descendants, walking ppid
 // links up from `pid` (bounded: a damaged or cyclic chain is "no"). How a

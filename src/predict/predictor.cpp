@@ -1,11 +1,13 @@
 #include "predict/predictor.hpp"
 
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
 
 #include "core/job_class.hpp"
+#include "predict/envelope.hpp"
 
 namespace memgate {
 namespace {
@@ -192,6 +194,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   r.cpu_s = job.cpu_s;
   r.peak_over_frac = std::clamp(job.peak_over_frac, 0.0, 1.0);
   r.after_peak = job.after_peak_bytes;
+  r.envelope = envelope_of(job.profile, r.wall_s);
   r.cpu_weight = std::max(1, job.key.cpu_weight);
   auto& runs = runs_[job.key.identity];
   runs.push_back(r);
@@ -248,6 +251,7 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
   std::vector<double> walls, cpus, complete_peaks;
   double pof = 0;
   double after = 0;
+  std::vector<Envelope> envelopes;
   double weight = 1.0;
   for (auto it = runs.rbegin(); it != runs.rend(); ++it, weight *= config_.decay) {
     const double scale = static_cast<double>(std::max(1, cpu_weight)) / it->cpu_weight;
@@ -259,6 +263,9 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
     if (it->cpu_s > 0) cpus.push_back(it->cpu_s);
     pof = std::max(pof, it->peak_over_frac);
     after = std::max(after, static_cast<double>(it->after_peak) * scale);
+    envelopes.push_back(it->envelope.empty() && it->peak > 0
+                            ? step_envelope(it->peak_over_frac, static_cast<double>(it->after_peak) / static_cast<double>(it->peak))
+                            : it->envelope);
   }
   const Bytes peak = to_bytes(best * config_.margin);
   if (complete_peaks.empty()) {
@@ -271,6 +278,10 @@ std::optional<Prediction> Predictor::own_estimate(const std::vector<Run>& runs, 
   p.cpu_s = median_of(cpus);
   p.peak_over_frac = pof > 0 ? pof : 1.0;
   p.after_peak = std::min(peak, to_bytes(after * config_.margin));
+  // A run whose step is empty (it stayed high) counts as high to the end.
+  for (auto& e : envelopes)
+    if (e.empty()) e.at.assign(kEnvelopePoints, 1.0);
+  p.envelope = combine_envelopes(envelopes);
   auto [lo, hi] = std::minmax_element(complete_peaks.begin(), complete_peaks.end());
   const bool consistent = *lo > 0 && *hi / *lo <= 1.25;
   p.confidence = !consistent ? 0.7 : complete_peaks.size() >= 3 ? 1.0 : complete_peaks.size() == 2 ? 0.9 : 0.75;
@@ -348,6 +359,7 @@ Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out
     p.cpu_s = pr.cpu_s;
     p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
     p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
+    p.envelope = pr.envelope;
     p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
     p.source = pr.origin;
     *elsewhere = true;

@@ -122,6 +122,7 @@ class Predictor {
     double cpu_s = 0;
     double peak_over_frac = 1.0;
     Bytes after_peak = 0;
+    Envelope envelope;       // from its recorded profile (predict/envelope.hpp)
     bool failed = false;     // non-zero exit, not killed
     bool killed = false;     // memgate or the OOM killer ended it
     int cpu_weight = 1;      // peaks scale with it when --threads changes

@@ -161,6 +161,8 @@ void append_summary(std::string& out, const BuildRecord& b, const BuildFacts& f)
   row(out, "Retries", std::to_string(f.retries));
   row(out, "OOM kills", std::to_string(f.oom_kills));
   row(out, "Ran alone (bigger than the budget)", std::to_string(f.ran_alone));
+  row(out, "Reservation released past peaks",
+      f.released_gib_s < 0 ? std::string("not recorded") : fmt::format("{:.1f} GiB·s", f.released_gib_s));
   row(out, "Memory-bound", share(f.memory_bound));
   row(out, "CPU-bound", share(f.cpu_bound));
   out += "</table>\n";

@@ -66,6 +66,7 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   f.freezes = counter(b, Counter::frozen);
   f.requeues = counter(b, Counter::requeued);
   f.requeued_cpu_s = counter(b, Counter::requeued_cpu_ms) / 1000.0;
+  if (has_counter(b, Counter::released_mib_s)) f.released_gib_s = counter(b, Counter::released_mib_s) / 1024.0;
   f.retries = counter(b, Counter::retried);
   f.oom_kills = counter(b, Counter::oom_killed);
   f.ran_alone = counter(b, Counter::ran_alone);
@@ -176,6 +177,9 @@ std::string summary_body(const BuildRecord& b, bool verbose) {
     lines.push_back(fmt::format("{} in {} ({:.1f}/min){}, {}", jobs, format_duration(f.wall_s), f.objects_per_min,
                                 status, peak));
     lines.push_back(f.verdict);
+    if (f.released_gib_s >= 0.05 || (verbose && f.released_gib_s >= 0))
+      lines.push_back(fmt::format("released {:.1f} GiB·s of reservations past peaks (jobs ran beside others' tails)",
+                                  f.released_gib_s));
   }
   if (auto where = placement_line(b); !where.empty()) lines.push_back(where);
   if (verbose || memgate_acted(b.counters) || used_shared_profiles(b))

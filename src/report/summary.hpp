@@ -19,6 +19,9 @@ struct BuildFacts : BuildSummary {
   std::int64_t freezes = 0;
   std::int64_t requeues = 0;
   double requeued_cpu_s = 0;  // CPU time of the attempts those requeues (and OOM kills) threw away
+  // Reservation running jobs gave back past their peaks (their envelope),
+  // in GiB x s: the room later jobs had beside their tails. < 0: not recorded.
+  double released_gib_s = -1;
   std::int64_t retries = 0;
   std::int64_t oom_kills = 0;
   std::int64_t ran_alone = 0;

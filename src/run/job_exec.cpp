@@ -65,11 +65,22 @@ JobMemory JobExec::sample() {
     if (auto u = cg_->usage()) {
       m.current = *u;
       m.peak = std::max(cg_->peak().value_or(0), *u);
+      if (auto c = cg_->cpu_s()) {
+        m.cpu_s = *c;
+      } else {
+        // v1 without cpuacct beside memory: the members' own stat files.
+        std::uint64_t ticks = 0;
+        for (pid_t p : cg_->all_processes())
+          if (auto st = platform::read_proc_stat(p)) ticks += st->utime + st->stime + st->cutime + st->cstime;
+        m.cpu_s = platform::ticks_to_seconds(ticks);
+      }
       return m;
     }
   }
   if (child_ > 0) {
-    m.current = platform::tree_rss(child_);
+    auto all = platform::read_all_processes();
+    m.current = platform::tree_rss(child_, all);
+    m.cpu_s = platform::ticks_to_seconds(platform::tree_cpu_ticks(child_, all));
     proc_peak_ = std::max(proc_peak_, m.current);
     m.peak = proc_peak_;
   }

@@ -17,6 +17,10 @@ namespace memgate {
 struct JobMemory {
   Bytes current = 0;
   Bytes peak = 0;  // this attempt
+  // CPU time of the attempt's tree so far: the job cgroup's CPU accounting
+  // (v2 cpu.stat, v1 cpuacct.usage where mounted with memory), else /proc
+  // (utime + stime and waited-for children of its processes); < 0: none.
+  double cpu_s = -1;
 };
 
 // What the runner does with a job's OS side; JobExec is the real one,

@@ -205,7 +205,7 @@ void Runner::sample_jobs() {
     if (s != JobState::running && s != JobState::frozen && s != JobState::killing) continue;
     JobMemory m = job.exec->sample();
     job.current = m.current;
-    gov_->sample(job.id, m.current, m.peak, t);
+    gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);
     if (job.profile.size() >= kMaxLiveSamples) job.profile = downsample_profile(job.profile, kMaxLiveSamples / 2);
     job.profile.push_back(MemSample{t - job.attempt_start, m.current});
   }

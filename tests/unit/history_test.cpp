@@ -57,7 +57,7 @@ JobRecord sample_job(int i) {
            "k" + std::to_string(i), 2};
   j.argv_digest = "0123456789abcdef";
   j.cwd = "/tmp/pip-req-build-x/build";
-  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, PredictionSource::similar};
+  j.predicted = {Bytes(4) * GiB + i, 100.5, 95.25, 0.3, 1 * GiB, 0.75, PredictionSource::similar, {}};
   j.submit_s = 1.125 + i;
   j.start_s = 2.5 + i;
   j.end_s = 130.0625 + i;
@@ -247,7 +247,7 @@ TEST_F(HistoryTest, JobsForPredictionComeFromTheNewestBuildsOldestFirst) {
   EXPECT_EQ(jobs.back().key.identity, sample_job(2).key.identity);
   EXPECT_EQ(jobs.back().peak_bytes, sample_job(2).peak_bytes);
   EXPECT_EQ(jobs.back().attempt_log.size(), 2u);
-  EXPECT_TRUE(jobs.back().profile.empty());  // not needed for prediction
+  EXPECT_EQ(jobs.back().profile.size(), sample_job(2).profile.size());  // the predictor learns its envelope
   EXPECT_EQ(h->jobs_for_prediction(100).size(), 6u);
 }
 

@@ -345,3 +345,18 @@ TEST(CgroupHandle, CreateRefusesBadNamesAndNoCgroups) {
   EXPECT_FALSE(cg.create_child("../escape").ok());
   EXPECT_FALSE(cg.create_child("").ok());
 }
+
+TEST(CgroupCpu, ReadsCpuacctUsageAndCpuStat) {
+  // v1 cpuacct.usage recorded on this machine's root; v2 cpu.stat as the kernel writes it.
+  auto v1 = parse_cpuacct_usage(fixture("cgroup1/files/cpuacct.usage"));
+  ASSERT_TRUE(v1);
+  EXPECT_NEAR(*v1, 656.218083845, 1e-6);
+  EXPECT_FALSE(parse_cpuacct_usage(fixture("cgroup1/files/cpuacct.usage.truncated_no_newline")));
+  EXPECT_FALSE(parse_cpuacct_usage(fixture("cgroup1/files/cpuacct.usage.malformed")));
+  EXPECT_FALSE(parse_cpuacct_usage(""));
+  auto v2 = parse_cpu_stat_usage(fixture("cgroup2/files/cpu.stat"));
+  ASSERT_TRUE(v2);
+  EXPECT_NEAR(*v2, 8.123456, 1e-9);
+  EXPECT_FALSE(parse_cpu_stat_usage(fixture("cgroup2/files/cpu.stat.no_usage")));
+  EXPECT_FALSE(parse_cpu_stat_usage(fixture("cgroup2/files/cpu.stat.truncated")));
+}

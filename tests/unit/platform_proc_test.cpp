@@ -179,3 +179,24 @@ TEST(ProcLive, SeesOurOwnChild) {
   EXPECT_GT(me->rss, 0);
   EXPECT_FALSE(read_process(child));  // reaped: gone is a value
 }
+
+TEST(ProcStat, ReadsTheCpuTimeOfWaitedForChildren) {
+  // Recorded: a shell that ran a loop itself and one in a subshell it
+  // waited for, then exec'd cat.
+  auto st = parse_proc_stat(fixture("proc/stat.children"));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->utime, 40u);
+  EXPECT_EQ(st->stime, 2u);
+  EXPECT_EQ(st->cutime, 44u);
+  EXPECT_EQ(st->cstime, 4u);
+}
+
+TEST(ProcTree, TreeCpuCountsLiveMembersAndTheChildrenTheyWaitedFor) {
+  std::vector<ProcInfo> all(4);
+  all[0].pid = 10, all[0].ppid = 1, all[0].utime = 5, all[0].cutime = 300, all[0].cstime = 20;  // nvcc: cicc done
+  all[1].pid = 11, all[1].ppid = 10, all[1].utime = 100, all[1].stime = 7;                     // ptxas running
+  all[2].pid = 12, all[2].ppid = 11, all[2].utime = 1;
+  all[3].pid = 20, all[3].ppid = 1, all[3].utime = 999;  // not in the job
+  EXPECT_EQ(tree_cpu_ticks(10, all), 5u + 300 + 20 + 100 + 7 + 1);
+  EXPECT_EQ(tree_cpu_ticks(99, all), 0u);
+}

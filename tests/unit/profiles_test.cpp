@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "history/history.hpp"
+#include "predict/envelope.hpp"
 #include "predict/identity.hpp"
 #include "predict/predictor.hpp"
 
@@ -82,7 +83,9 @@ TEST(Profiles, BadFilesAreRefusedWholeWithTheReason) {
   EXPECT_EQ(error_of(good.substr(0, good.size() / 2)).rfind("not valid JSON (", 0), 0u);
   EXPECT_NE(error_of(R"({"builds": []})").find("not a memgate profile file"), std::string::npos);
   EXPECT_NE(error_of(R"({"format": "memgate-profiles", "profiles": []})").find("no format version"), std::string::npos);
-  EXPECT_NE(error_of(R"({"format": "memgate-profiles", "version": 2, "profiles": []})").find("format version 2"),
+  EXPECT_NE(error_of(R"({"format": "memgate-profiles", "version": 3, "profiles": []})").find("format version 3"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format": "memgate-profiles", "version": 0, "profiles": []})").find("format version 0"),
             std::string::npos);
   auto j = nlohmann::json::parse(good);
   j["profiles"][0]["peak_bytes"] = "lots";
@@ -91,8 +94,86 @@ TEST(Profiles, BadFilesAreRefusedWholeWithTheReason) {
   j["profiles"][0]["peak_over_frac"] = 7;
   EXPECT_NE(error_of(j.dump()).find("out of range"), std::string::npos);
   j = nlohmann::json::parse(good);
+  j["profiles"][0]["envelope"] = {1, 0.5, 1.5};
+  EXPECT_NE(error_of(j.dump()).find("'envelope' value 1.5"), std::string::npos) << error_of(j.dump());
+  j["profiles"][0]["envelope"] = {1};
+  EXPECT_NE(error_of(j.dump()).find("'envelope' is not a list"), std::string::npos);
+  j["profiles"][0]["envelope"] = {1, "x"};
+  EXPECT_NE(error_of(j.dump()).find("not a number"), std::string::npos);
+  j = nlohmann::json::parse(good);
   j["profiles"][0].erase("identity");
   EXPECT_NE(error_of(j.dump()).find("'identity'"), std::string::npos);
+}
+
+TEST(Profiles, Version2CarriesTheEnvelopeOfTheRecordedCurves) {
+  // Three runs that peak at 25% and fall to a tenth by 40%; one of them
+  // noisy (high until 80%). The export keeps the majority's curve.
+  auto with_curve = [](Bytes peak, int high_until) {
+    JobRecord j = job("a", peak);
+    for (int t = 0; t <= 100; t += 2)
+      j.profile.push_back({static_cast<double>(t), t <= 25 ? peak * t / 25 : t <= high_until ? peak : peak / 10});
+    return j;
+  };
+  auto profiles = summarize_profiles({with_curve(5 * GiB, 30), with_curve(5 * GiB, 80), with_curve(5 * GiB, 30)});
+  ASSERT_EQ(profiles.size(), 1u);
+  ASSERT_FALSE(profiles[0].envelope.empty());
+  EXPECT_DOUBLE_EQ(envelope_at(profiles[0].envelope, 0.1), 1.0);
+  EXPECT_NEAR(envelope_at(profiles[0].envelope, 0.5), 0.1, 1e-9);
+  auto text = encode_profiles(profiles);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["profiles"][0]["envelope"].size(), static_cast<std::size_t>(kEnvelopePoints));
+  auto back = decode_profiles(text, PredictionSource::imported);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_NEAR(envelope_at((*back)[0].envelope, 0.5), 0.1, 1e-3);
+  EXPECT_DOUBLE_EQ(envelope_at((*back)[0].envelope, 0.0), 1.0);
+  // Imported into a history, it keeps its envelope.
+  TempDir d;
+  auto h = History::open(d.path + "/h.db");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_TRUE((*h)->import_profiles(*back).ok());
+  auto kept = (*h)->imported_profiles();
+  ASSERT_EQ(kept.size(), 1u);
+  ASSERT_EQ(kept[0].envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints));
+  EXPECT_NEAR(envelope_at(kept[0].envelope, 0.5), 0.1, 1e-3);
+  EXPECT_GE(envelope_at(kept[0].envelope, 0.5) + 1e-9, envelope_at((*back)[0].envelope, 0.5));  // rounded up
+  // A predictor seeded with it predicts the curve, not the step.
+  Predictor pred;
+  pred.add_profile((*back)[0]);
+  EXPECT_NEAR(envelope_at(pred.predict(profiles[0].key).envelope, 0.5), 0.1, 1e-3);
+}
+
+TEST(Profiles, AVersion1FileStillImportsItsTwoNumbersAsAStep) {
+  const std::string v1 = R"({"format": "memgate-profiles", "version": 1, "profiles": [
+    {"identity": "nvcc:compile:src/k.cu->k.o[sm_80]", "tool": "nvcc", "klass": "nvcc:compile[sm_80]",
+     "stem": "k", "cpu_weight": 1, "peak_bytes": 4000000000, "wall_s": 100, "cpu_s": 98,
+     "peak_over_frac": 0.3, "after_peak_bytes": 1000000000, "runs": 2}]})";
+  auto back = decode_profiles(v1, PredictionSource::imported);
+  ASSERT_TRUE(back.ok()) << back.error();
+  ASSERT_EQ(back->size(), 1u);
+  const Envelope& e = (*back)[0].envelope;
+  ASSERT_FALSE(e.empty());
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.2), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.35), 0.25);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 1.0), 0.25);
+  // Written again, it is a version 2 file with that step.
+  auto again = decode_profiles(encode_profiles(*back), PredictionSource::imported);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ((*again)[0].envelope, e);
+  // The shipped prior is version 2: each kernel's measured curve, fallen
+  // to well under half its peak by 40% of its life.
+  auto shipped = read_profiles_file(std::string(MEMGATE_FIXTURES) + "/../../share/priors/flash-attn-2.json",
+                                    PredictionSource::prior);
+  ASSERT_TRUE(shipped.ok()) << shipped.error();
+  ASSERT_FALSE(shipped->empty());
+  int measured = 0;
+  for (const JobProfile& p : *shipped) {
+    ASSERT_EQ(p.envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints)) << p.key.stem;
+    if (p.peak_over_frac >= 1.0) continue;  // no profile was recorded: high to the end
+    EXPECT_LT(envelope_at(p.envelope, 0.4), 0.7) << p.key.stem;
+    ++measured;
+  }
+  EXPECT_GE(measured, 15);
 }
 
 TEST(Profiles, IdentitiesNamingPathsOrPeopleStayHome) {

@@ -130,6 +130,18 @@ TEST(Summary, ShowsWallTimeRateMemoryAndCounters) {
   EXPECT_TRUE(contains(s, ", 4.2s of CPU done again")) << s;
 }
 
+TEST(Summary, SaysHowMuchReservationWasReleasedPastPeaks) {
+  BuildRecord b = build(0, 0);
+  EXPECT_FALSE(contains(format_summary(b), "released")) << "not recorded: not said";
+  b.counters[Counter::released_mib_s] = 0;
+  EXPECT_FALSE(contains(format_summary(b), "released")) << "none: not said unless verbose";
+  EXPECT_TRUE(contains(format_summary(b, {}, {}, true), "released 0.0 GiB·s"));
+  b.counters[Counter::released_mib_s] = 5 * 1024 + 512;
+  std::string s = format_summary(b);
+  EXPECT_TRUE(contains(s, "memgate: released 5.5 GiB·s of reservations past peaks")) << s;
+  EXPECT_DOUBLE_EQ(build_facts(b).released_gib_s, 5.5);
+}
+
 TEST(Summary, ListsTheFiveHeaviestJobsHeaviestFirst) {
   BuildRecord b = build(0, 0);
   b.jobs.clear();

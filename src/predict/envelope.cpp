@@ -1,0 +1,109 @@
+#include "predict/envelope.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace memgate {
+
+namespace {
+
+// Non-increasing from the end (a future max never rises), 1 at x = 0.
+void make_future_max(std::vector<double>& at) {
+  for (std::size_t i = at.size(); i-- > 1;) at[i - 1] = std::max(at[i - 1], at[i]);
+  if (!at.empty()) at[0] = 1.0;
+}
+
+}  // namespace
+
+Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s) {
+  Envelope e;
+  if (profile.empty()) return e;
+  Bytes peak = 0;
+  for (const auto& s : profile) peak = std::max(peak, s.bytes);
+  if (peak <= 0) return e;
+  const double duration = duration_s > 0 ? duration_s : profile.back().t_s;
+  e.at.assign(kEnvelopePoints, 0.0);
+  if (duration <= 0) {
+    e.at.assign(kEnvelopePoints, 1.0);
+    return e;
+  }
+  // suffix[k]: the most memory from sample k on.
+  std::vector<Bytes> suffix(profile.size());
+  Bytes m = 0;
+  for (std::size_t k = profile.size(); k-- > 0;) suffix[k] = m = std::max(m, profile[k].bytes);
+  std::size_t k = 0;  // the last sample at or before x (or the first one)
+  for (int i = 0; i < kEnvelopePoints; ++i) {
+    const double t = duration * i / (kEnvelopePoints - 1);
+    while (k + 1 < profile.size() && profile[k + 1].t_s <= t) ++k;
+    e.at[i] = static_cast<double>(suffix[k]) / static_cast<double>(peak);
+  }
+  make_future_max(e.at);
+  return e;
+}
+
+Envelope combine_envelopes(const std::vector<Envelope>& runs) {
+  std::vector<const Envelope*> some;
+  for (const auto& r : runs)
+    if (!r.empty()) some.push_back(&r);
+  Envelope out;
+  if (some.empty()) return out;
+  std::size_t n = 0;
+  for (const auto* r : some) n = std::max(n, r->at.size());
+  out.at.assign(n, 0.0);
+  std::vector<double> vals;
+  for (std::size_t i = 0; i < n; ++i) {
+    vals.clear();
+    const double x = n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
+    for (const auto* r : some) vals.push_back(envelope_at(*r, x));
+    std::sort(vals.begin(), vals.end(), std::greater<>());
+    out.at[i] = vals.size() >= 3 ? vals[1] : vals[0];
+  }
+  make_future_max(out.at);
+  return out;
+}
+
+Envelope step_envelope(double peak_over_frac, double after_frac) {
+  Envelope e;
+  if (!(peak_over_frac < 1.0) || !(after_frac > 0)) return e;
+  const double after = std::clamp(after_frac, 0.0, 1.0);
+  e.at.resize(kEnvelopePoints);
+  for (int i = 0; i < kEnvelopePoints; ++i) {
+    const double x = static_cast<double>(i) / (kEnvelopePoints - 1);
+    e.at[i] = x >= peak_over_frac ? after : 1.0;
+  }
+  make_future_max(e.at);
+  return e;
+}
+
+double envelope_at(const Envelope& e, double x) {
+  if (e.at.empty()) return 1.0;
+  if (e.at.size() == 1) return e.at[0];
+  if (!(x > 0)) return e.at[0];
+  x = std::min(x, 1.0);
+  const auto last = e.at.size() - 1;
+  // The small epsilon keeps a progress that lands on a point (0.5 of 33
+  // points) from falling one point short through rounding.
+  const auto i = std::min(last, static_cast<std::size_t>(std::floor(x * static_cast<double>(last) + 1e-9)));
+  return e.at[i];
+}
+
+Envelope envelope_for(const Prediction& p) {
+  if (!p.envelope.empty()) return p.envelope;
+  if (p.peak <= 0) return {};
+  return step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
+}
+
+Envelope sanitized_envelope(const std::vector<double>& at) {
+  Envelope e;
+  if (at.size() < static_cast<std::size_t>(kEnvelopeMinPoints) || at.size() > static_cast<std::size_t>(kEnvelopeMaxPoints))
+    return e;
+  for (double v : at)
+    if (!std::isfinite(v)) return e;
+  e.at = at;
+  for (double& v : e.at) v = std::clamp(v, 0.0, 1.0);
+  make_future_max(e.at);
+  return e;
+}
+
+}  // namespace memgate

@@ -1,0 +1,51 @@
+// The future-max envelope E(x) of a job (core/job.hpp Envelope): learned
+// from the recorded memory profiles of its runs, combined over runs as a
+// robust upper envelope, and read by admission at the job's progress x.
+// Pure.
+#pragma once
+
+#include <vector>
+
+#include "core/job.hpp"
+
+namespace memgate {
+
+// Points of a learned envelope: x = 0, 1/31, ..., 1.
+constexpr int kEnvelopePoints = 32;
+// Points a stored envelope may have (history export v2 checks it).
+constexpr int kEnvelopeMinPoints = 2;
+constexpr int kEnvelopeMaxPoints = 64;
+
+// One run's envelope from its profile (t relative to the run's start,
+// time-ordered). `duration_s` is the run's wall time; 0 takes the last
+// sample's time. Memory between two samples is taken as the higher of
+// them, so E(x) also counts the last sample at or before x: never below
+// the truth. Empty for an empty profile or a zero peak.
+Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 0);
+
+// The upper envelope over several runs, robust to one noisy run: at each
+// point the second-highest value of three or more runs, the highest of
+// one or two; then made non-increasing and 1 at x = 0. Empty runs are
+// skipped; all empty gives an empty envelope.
+Envelope combine_envelopes(const std::vector<Envelope>& runs);
+
+// The step an older record's two numbers make: the peak until
+// `peak_over_frac`, `after_frac` (of the peak) from there on. Empty when
+// the step says nothing (peak_over_frac >= 1, or nothing known after it).
+Envelope step_envelope(double peak_over_frac, double after_frac);
+
+// E(x) as a fraction of the peak: the value of the last point at or
+// before x (the envelope holds for all progress from a point on). 1 for
+// an empty envelope; x is clamped to [0, 1].
+double envelope_at(const Envelope& e, double x);
+
+// The prediction's envelope: its own, else the step of its
+// peak_over_frac and after_peak.
+Envelope envelope_for(const Prediction& p);
+
+// A stored envelope made safe to use: values clamped to [0, 1], made
+// non-increasing, 1 at x = 0. Empty when it has too few or too many
+// points or a value that is not a number.
+Envelope sanitized_envelope(const std::vector<double>& at);
+
+}  // namespace memgate

@@ -1,0 +1,148 @@
+#include "predict/envelope.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "predict/profile.hpp"
+
+using namespace memgate;
+
+namespace {
+
+constexpr Bytes MB = 1000 * 1000;
+
+// A 100 s profile, one sample a second, from a function of the second.
+template <class F>
+std::vector<MemSample> profile_of(F mb_at) {
+  std::vector<MemSample> p;
+  for (int t = 0; t <= 100; ++t) p.push_back({static_cast<double>(t), static_cast<Bytes>(mb_at(t)) * MB});
+  return p;
+}
+
+bool non_increasing(const Envelope& e) {
+  for (std::size_t i = 1; i < e.at.size(); ++i)
+    if (e.at[i] > e.at[i - 1]) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(Envelope, FlatAfterLevel) {
+  // Up to 1000 MB by 25 s, then 250 MB to the end.
+  auto e = envelope_of(profile_of([](int t) { return t <= 25 ? 40 * t : 250; }));
+  ASSERT_EQ(e.at.size(), static_cast<std::size_t>(kEnvelopePoints));
+  EXPECT_TRUE(non_increasing(e));
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.2), 1.0);   // the peak is still ahead
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.27), 1.0);  // the sample at or before 27 s is the peak's own
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.3), 0.25);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 1.0), 0.25);
+}
+
+TEST(Envelope, GradualDecline) {
+  // Peak 1000 MB at 20 s, then down linearly to 100 MB at 100 s: the most
+  // still to come at x is what x itself uses.
+  auto e = envelope_of(profile_of([](int t) { return t <= 20 ? 50 * t : 1000 - (t - 20) * 900 / 80; }));
+  EXPECT_TRUE(non_increasing(e));
+  for (double x : {0.3, 0.5, 0.7, 0.9}) {
+    const double now = (1000.0 - (x * 100 - 20) * 900 / 80) / 1000.0;
+    EXPECT_GE(envelope_at(e, x), now - 1e-9) << x;     // never below what it uses
+    EXPECT_LE(envelope_at(e, x), now + 0.05) << x;     // and not much above
+  }
+  EXPECT_LT(envelope_at(e, 0.5), 0.75);  // after_peak (the max past the peak) would say 0.9+
+}
+
+TEST(Envelope, TwoPeaksKeepTheSecond) {
+  // 1000 MB at 20 s, 200 MB, then 800 MB at 70 s (a second arch), then 100.
+  auto e = envelope_of(profile_of([](int t) {
+    if (t <= 20) return 50 * t;
+    if (t < 60) return 200;
+    if (t <= 70) return 800;
+    return 100;
+  }));
+  EXPECT_TRUE(non_increasing(e));
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.1), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.4), 0.8);  // between the peaks: the second is still to come
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.65), 0.8);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.8), 0.1);
+}
+
+TEST(Envelope, OneNoisyRunAmongThreeIsOutvoted) {
+  auto quiet = [](int t) { return t <= 25 ? 40 * t : 250; };
+  auto noisy = [](int t) { return t <= 80 ? 1000 : 250; };  // stayed high (a neighbour, a bad sample)
+  auto a = envelope_of(profile_of(quiet)), b = envelope_of(profile_of(quiet)), c = envelope_of(profile_of(noisy));
+  auto three = combine_envelopes({a, c, b});
+  EXPECT_TRUE(non_increasing(three));
+  EXPECT_DOUBLE_EQ(envelope_at(three, 0.5), 0.25);
+  // With two runs there is no majority: the upper envelope keeps the noisy one.
+  auto two = combine_envelopes({a, c});
+  EXPECT_DOUBLE_EQ(envelope_at(two, 0.5), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(two, 0.9), 0.25);
+  // One run is itself; none is unknown (1 everywhere).
+  EXPECT_EQ(combine_envelopes({a}), a);
+  EXPECT_TRUE(combine_envelopes({Envelope{}, Envelope{}}).empty());
+  EXPECT_DOUBLE_EQ(envelope_at(Envelope{}, 0.7), 1.0);
+}
+
+TEST(Envelope, TwoNumbersMakeAStep) {
+  auto e = step_envelope(0.3, 0.25);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.29), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(e, 0.33), 0.25);
+  EXPECT_TRUE(step_envelope(1.0, 0.25).empty());
+  EXPECT_TRUE(step_envelope(0.3, 0).empty());
+  Prediction p;
+  p.peak = 1000;
+  p.peak_over_frac = 0.5;
+  p.after_peak = 400;
+  EXPECT_DOUBLE_EQ(envelope_at(envelope_for(p), 0.6), 0.4);
+  p.envelope = step_envelope(0.2, 0.1);
+  EXPECT_DOUBLE_EQ(envelope_at(envelope_for(p), 0.6), 0.1);  // its own envelope wins
+}
+
+TEST(Envelope, StoredValuesAreMadeSafe) {
+  EXPECT_TRUE(sanitized_envelope({1.0}).empty());
+  EXPECT_TRUE(sanitized_envelope(std::vector<double>(kEnvelopeMaxPoints + 1, 1.0)).empty());
+  EXPECT_TRUE(sanitized_envelope({1.0, std::nan("")}).empty());
+  auto e = sanitized_envelope({0.2, 0.9, -3, 7});
+  EXPECT_EQ(e.at, (std::vector<double>{1.0, 1.0, 1.0, 1.0}));  // a later 7 (clamped to 1) holds before it
+  EXPECT_EQ(sanitized_envelope({1, 0.5, 0.2}).at, (std::vector<double>{1, 0.5, 0.2}));
+}
+
+TEST(Envelope, MeasuredNvccJobsAreCoveredAndFall) {
+  // The real flash-attn kernels (tests/fixtures/flash-attn): each full
+  // profile against the envelope of its 64-point downsample, as history
+  // keeps it. Never below what the job still uses, and fallen to under
+  // two thirds of the peak by half its life.
+  const std::string dir = std::string(MEMGATE_FIXTURES) + "/flash-attn/flash-attn-profiles";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no flash-attn profiles";
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::vector<MemSample> prof;
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      auto comma = line.find(',');
+      if (comma != std::string::npos) prof.push_back({std::stod(line.substr(0, comma)), std::stoll(line.substr(comma + 1))});
+    }
+    if (prof.size() < 10) continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    const auto e = envelope_of(downsample_profile(prof, 64));
+    Bytes peak = 0;
+    for (const auto& s : prof) peak = std::max(peak, s.bytes);
+    const double d = prof.back().t_s;
+    for (double x = 0; x <= 1.0; x += 0.05) {
+      Bytes still = 0;
+      for (const auto& s : prof)
+        if (s.t_s >= x * d) still = std::max(still, s.bytes);
+      EXPECT_GE(envelope_at(e, x) + 1e-9, static_cast<double>(still) / static_cast<double>(peak)) << x;
+    }
+    EXPECT_LT(envelope_at(e, 0.5), 0.67);
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+}

@@ -1,0 +1,106 @@
+// Admission on the future-max envelope (predict/envelope.hpp) at a job's
+// CPU progress, driven with fake predictions, readings and clock.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "governor/governor.hpp"
+#include "predict/envelope.hpp"
+
+using namespace memgate;
+
+namespace {
+
+struct Env {
+  std::map<std::string, Prediction> preds;
+  GovernorConfig cfg;
+  std::unique_ptr<Governor> gov;
+  explicit Env(Bytes budget) {
+    cfg.budget = cfg.hard_limit = budget;
+    cfg.slots = 16;
+  }
+  Governor& g() {
+    if (!gov) gov = std::make_unique<Governor>(cfg, [this](const JobKey& k) { return preds.at(k.identity); });
+    return *gov;
+  }
+  JobId submit_plain(const std::string& id, Bytes peak) {
+    Prediction p;
+    p.peak = peak;
+    p.source = PredictionSource::history;
+    p.confidence = 1;
+    preds[id] = p;
+    JobKey k;
+    k.identity = id;
+    return g().submit(k, 0);
+  }
+};
+
+MemoryView used(Bytes b) {
+  MemoryView v;
+  v.build_used = b;
+  return v;
+}
+
+}  // namespace
+
+TEST(Governor, AJobAtHalfSpeedKeepsItsReservationUntilItsCpuProgressPassesTheDecline) {
+  // Predicted: 100 s and 100 s of CPU; the envelope falls to 15% of the
+  // peak at 30% of the work. Contention gives the job half a core.
+  Env f(2 * GiB);
+  Prediction p;
+  p.peak = 1536 * MiB;
+  p.wall_s = 100;
+  p.cpu_s = 100;
+  p.envelope = step_envelope(0.3, 0.15);
+  p.source = PredictionSource::history;
+  p.confidence = 1;
+  f.preds["nvcc"] = p;
+  JobKey k;
+  k.identity = "nvcc";
+  JobId a = f.g().submit(k, 0);
+  JobId b = f.submit_plain("b", 1 * GiB);
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 1500 * MiB, 1500 * MiB, 20, 10);
+  EXPECT_TRUE(f.g().step(used(1500 * MiB), 20).admit.empty());
+  // 40 s in: past 30% of its predicted wall time, falling, but only 20%
+  // of its work is done: the envelope is still at the peak.
+  f.g().sample(a, 300 * MiB, 1500 * MiB, 40, 20);
+  EXPECT_DOUBLE_EQ(Governor::progress(f.g().job(a), 40), 0.2);
+  EXPECT_GE(f.g().reservation(f.g().job(a), 40), 1536 * MiB);
+  EXPECT_TRUE(f.g().step(used(300 * MiB), 40).admit.empty()) << "released on wall time";
+  f.g().sample(a, 300 * MiB, 1500 * MiB, 58, 29);
+  EXPECT_TRUE(f.g().step(used(300 * MiB), 58).admit.empty());
+  // 70 s in, 35% of its work done: past the decline.
+  f.g().sample(a, 300 * MiB, 1500 * MiB, 70, 35);
+  const Bytes held = f.g().reservation(f.g().job(a), 70);
+  EXPECT_LT(held, 400 * MiB);
+  EXPECT_GE(held, 300 * MiB);  // never below what it uses
+  EXPECT_EQ(f.g().step(used(300 * MiB), 70).admit, std::vector<JobId>{b});
+  // What it gave back is counted: (1536 - 300) MiB for the next 10 s.
+  EXPECT_EQ(f.g().counters().at(Counter::released_mib_s), 0);
+  f.g().step(used(1324 * MiB), 80);
+  EXPECT_EQ(f.g().counters().at(Counter::released_mib_s), (1536 - 300) * 10);
+}
+
+TEST(Governor, AJobPastAGradualDeclineHoldsWhatItsEnvelopeStillPredicts) {
+  // The envelope falls step by step; what the job holds follows it, and
+  // never drops below what it uses now.
+  Env f(8 * GiB);
+  Prediction p;
+  p.peak = 4 * GiB;
+  p.wall_s = 100;
+  p.cpu_s = 100;
+  p.envelope = sanitized_envelope({1, 1, 0.8, 0.6, 0.4, 0.2});  // x = 0, 0.2, ..., 1
+  f.preds["j"] = p;
+  JobKey k;
+  k.identity = "j";
+  JobId a = f.g().submit(k, 0);
+  f.g().step(used(0), 0);
+  f.g().sample(a, 4 * GiB, 4 * GiB, 30, 30);
+  EXPECT_GE(f.g().reservation(f.g().job(a), 30), 4 * GiB);
+  f.g().sample(a, 1 * GiB, 4 * GiB, 50, 50);  // x = 0.5: the point at 0.4 holds, E = 0.8
+  EXPECT_NEAR(static_cast<double>(f.g().reservation(f.g().job(a), 50)), 4.0 * GiB * 0.8 * 1.1, 1e6);
+  f.g().sample(a, 3 * GiB, 4 * GiB, 85, 85);  // x = 0.85: E = 0.4, but it uses 3 GiB
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 85), 3 * GiB);
+}
