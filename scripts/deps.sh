@@ -17,8 +17,9 @@ memgate_install_deps() {
               distcc icecc sccache ccache cargo rustc
               # The cgroup-v2 VM (tests/vm/v2vm.sh): qemu, Debian's kernel, busybox for the guest.
               qemu-system-x86 linux-image-amd64 busybox-static cpio
-              # scripts/fresh-check builds a Debian root; scripts/package a wheel and a .deb.
-              debootstrap python3-build python3-venv dpkg-dev fakeroot)
+              # scripts/fresh-check builds a Debian root; scripts/package a wheel and a .deb
+              # (e2e.package_*; package_wheel builds a C extension: Python.h).
+              debootstrap python3-build python3-venv dpkg-dev fakeroot python3-dev)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the command line says: "did you mean" for mistyped subcommands and
 # options (exit 2, `memgate: error:`), a `memgate <cmd>` usage line and an
-# example in every --help, README's usage block equal to `memgate --help`'s,
+# example in every --help, docs/usage.md's usage block equal to `memgate --help`'s,
 # and the man page (when help2man built one) readable by `man -l`.
 source "$(dirname "$0")/lib.sh"
 : "${MEMGATE_SRC:?}" "${MEMGATE_BUILD:?}"
@@ -37,14 +37,14 @@ for cmd in run wrap doctor history plan report; do
 done
 grep -q '^Usage: memgate run \[OPTIONS\] -- CMD \[ARG...\]' <("$MEMGATE" run --help) || fail "run's usage line"
 
-note "README's usage block is memgate --help's"
+note "docs/usage.md's usage block is memgate --help's"
 "$MEMGATE" --help >"$E2E_TMP/top"
 sed -n '/^Usage:$/,/^$/p' "$E2E_TMP/top" | sed -e '1d' -e '/^$/d' -e 's/^  //' >"$E2E_TMP/help-usage"
 [ -s "$E2E_TMP/help-usage" ] || fail "memgate --help has no Usage: block"
-awk '/^## Usage$/ {u = 1; next} u && /^```$/ {if (in_block) exit; in_block = 1; next} in_block' \
-  "$MEMGATE_SRC/README.md" >"$E2E_TMP/readme-usage"
+awk '/^# Every command and option$/ {u = 1; next} u && /^```$/ {if (in_block) exit; in_block = 1; next} in_block' \
+  "$MEMGATE_SRC/docs/usage.md" >"$E2E_TMP/readme-usage"
 diff -u "$E2E_TMP/readme-usage" "$E2E_TMP/help-usage" >&2 ||
-  fail "README's usage block differs from memgate --help (paste the + lines above into README.md)"
+  fail "docs/usage.md's usage block differs from memgate --help (paste the + lines above into docs/usage.md)"
 
 note "man page"
 if ! command -v help2man >/dev/null; then

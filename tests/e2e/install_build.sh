@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The install build README's Install section uses: -DBUILD_TESTING=OFF
+# The install build docs/install.md's "From source" uses: -DBUILD_TESTING=OFF
 # (CTest's convention) configures only what `cmake --install` installs. Its
 # build has no test, bench, test-tool or fuzz target and no CTest tests;
 # `cmake --install` from it into a temp prefix gives memgate, its parts and

@@ -1,0 +1,5 @@
+import sys
+
+from memgate import main
+
+sys.exit(main())

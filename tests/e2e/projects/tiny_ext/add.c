@@ -1,0 +1,1 @@
+int tiny_add(int a, int b) { return a + b; }
