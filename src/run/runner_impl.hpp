@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
+#include "run/jobserver.hpp"
 #include "run/recorder.hpp"
 #include "run/runner.hpp"
 #include "run/ungated.hpp"
@@ -83,6 +85,11 @@ class Runner {
   void grant(ConnectedJob& job);
   void decline(ConnectedJob& job);
   void log_new_events();
+  // The jobserver (runner_tokens.cpp).
+  void serve_tokens(std::map<std::string, std::string>& env, std::vector<int>& fds);
+  void tell_tokens(double t);
+  void offer_tokens(double t);
+  std::vector<TokenOpener> token_openers() const;
   StatusSnapshot snapshot() const;
   ConnectedJob* by_job(JobId id);
 
@@ -104,6 +111,13 @@ class Runner {
   std::unique_ptr<Governor> gov_;
   std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
+  std::optional<TokenPool> tokens_;  // the jobserver, when served
+  int tokens_logged_held_ = -1, tokens_logged_waiting_ = -1;
+  int tokens_max_held_ = 0;
+  LeakWatch token_leaks_;
+  double next_leak_scan_ = 0;
+  int tokens_reclaimed_ = 0;
+  FILE* tokens_log_ = nullptr;
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 
