@@ -62,7 +62,7 @@ bool user_chose_parallelism(const std::vector<std::string>& command, const std::
 
 int tokens_holdable(const std::vector<TokenOpener>& openers) {
   int n = 0;
-  for (const TokenOpener& o : openers) n += std::max(0, o.children + std::max(1, o.threads) - 2);
+  for (const TokenOpener& o : openers) n += std::max(0, o.children - 1) + std::max(0, o.threads - 1);
   return n;
 }
 

@@ -40,8 +40,9 @@ bool user_chose_parallelism(const std::vector<std::string>& command, const std::
 // Token leaks. A client killed while holding tokens never returns them,
 // and the build would run narrower for the rest of its life. Tokens can
 // only be held by a process that has the fifo open, for a child it runs
-// or a thread of its own, beyond the one job it runs on its implicit (or
-// its parent's) token: at most children + threads - 2 each. Held tokens
+// beyond the one on its implicit (or its parent's) token, or for a thread
+// of its own beyond its first: at most (children - 1) + (threads - 1) each
+// (a client returns a token whenever one of its jobs ends). Held tokens
 // above the sum over the live openers, for LeakWatch::kHold_s on end (a
 // client between reading a token and starting its child is not a leak),
 // are reclaimed. Pure.

@@ -177,6 +177,7 @@ TEST(TokenLeaks, HoldableIsChildrenAndThreadsBeyondTheImplicitToken) {
   // recursive make holds none; rustc with four codegen threads, three.
   EXPECT_EQ(tokens_holdable({{3, 1}, {1, 1}, {0, 4}}), 5);
   EXPECT_EQ(tokens_holdable({{0, 1}}), 0);
+  EXPECT_EQ(tokens_holdable({{2, 8}}), 8);  // cargo: two rustc, threads of its own
 }
 
 TEST(TokenLeaks, ReclaimedOnlyAfterTheExcessLasted) {
