@@ -23,7 +23,7 @@ _memgate() {
     return
   fi
   case $prev in
-    --history|--prior|--report|--trace|--summary-json|--html|--ninja-log|--jobs-csv|--python)
+    --history|--prior|--report|--trace|--summary-json|--jobserver-log|--html|--ninja-log|--jobs-csv|--python)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     --profiles)
       mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
@@ -31,6 +31,8 @@ _memgate() {
       mapfile -t COMPREPLY < <(compgen -W "distcc icecc sccache" -- "$cur"); return ;;
     --admission)
       mapfile -t COMPREPLY < <(compgen -W "longest-first packing" -- "$cur"); return ;;
+    --jobserver)
+      mapfile -t COMPREPLY < <(compgen -W "auto always off" -- "$cur"); return ;;
     --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after|--forget|--prune-older-than)
       return ;;
   esac
@@ -38,7 +40,7 @@ _memgate() {
   case $cmd in
     "") opts="--help --version"
         if [[ $cur != -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur"); return; fi ;;
-    run) opts="--memory --reserve --jobs --history --prior --report --trace --summary-json --record-empty --offload --offload-jobs --decline-after --admission --no-confine --quiet --verbose --help --" ;;
+    run) opts="--memory --reserve --jobs --history --prior --report --trace --summary-json --record-empty --offload --offload-jobs --decline-after --admission --jobserver --jobserver-fifo --jobserver-log --no-confine --quiet --verbose --help --" ;;
     wrap) opts="--help --" ;;
     doctor) opts="--json --kill-stale --build-env --python --help" ;;
     history)

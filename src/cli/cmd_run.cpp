@@ -79,6 +79,15 @@ void add_run_command(CLI::App& app, int* status) {
                   "yet is not delayed by shorter ones; see ARCHITECTURE.md)")
       ->type_name("POLICY")
       ->check(CLI::IsMember({"longest-first", "packing"}));
+  cmd->add_option("--jobserver", opt->jobserver,
+                  "serve a GNU make jobserver (MAKEFLAGS, CARGO_MAKEFLAGS) whose tokens are memgate's slots: auto "
+                  "(unless the command names -j or an outer jobserver), always, off; see docs/jobserver.md")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"auto", "always", "off"}));
+  cmd->add_flag("--jobserver-fifo", opt->jobserver_fifo,
+                "name the jobserver fifo:PATH (make 4.4, ninja 1.13) instead of the R,W descriptors of make 4.3");
+  cmd->add_option("--jobserver-log", opt->jobserver_log, "write the tokens held and waiting to FILE as they change")
+      ->type_name("FILE");
   cmd->add_flag("--no-confine", opt->no_confine, "do not run the build in a memory-limited cgroup");
   cmd->add_flag("-q,--quiet", opt->quiet, "no status line or summary (warnings and errors still show)");
   cmd->add_flag("-v,--verbose", opt->verbose, "the full summary: waits, counters and the heaviest jobs");

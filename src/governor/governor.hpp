@@ -132,6 +132,9 @@ struct GovernorConfig {
   // long is declined rather than kept waiting past its client's timeout;
   // the client then compiles it elsewhere. 0: never.
   double decline_after_s = 0;
+  // The jobserver (governor/jobserver.hpp): what a token is taken to need
+  // while no job of this build says better.
+  Bytes token_need = 512 * MiB;
 };
 
 // What the runner measured this tick, besides per-job samples.
@@ -328,6 +331,15 @@ class Governor {
   // predicted wall time; -1 when neither is known. `by_cpu` tells which.
   static double progress(const GovJob& j, double now, bool* by_cpu = nullptr);
 
+  // The jobserver (governor/jobserver.hpp): the tokens its clients hold
+  // now, and whether one has taken any. Admission then counts them as
+  // busy slots, and lets a gated job under them start without a slot.
+  void set_jobserver(int held, bool client_seen);
+  // How many tokens to keep waiting in the pipe now: the free slots that
+  // memory allows a job of this build's typical need; none under pressure
+  // or while a job waits for memory.
+  int tokens_to_offer(const MemoryView& view, double now) const;
+
  private:
   void account_time(double now);
   void admit_jobs(const MemoryView& view, double now, Decisions& out);
@@ -438,6 +450,9 @@ class Governor {
   double low_since_ = -1;   // memory has been low enough to thaw since then
   bool thrashing_ = false;  // PSI latch
   bool any_memory_blocked_ = false, any_cpu_blocked_ = false;
+  int js_held_ = 0;           // jobserver tokens held by clients
+  bool js_client_ = false;    // a client has taken a token
+  bool under_pressure(const MemoryView& view) const;
 };
 
 }  // namespace memgate

@@ -10,6 +10,7 @@
 #include "governor/governor.hpp"
 #include "governor/governor_detail.hpp"
 #include "predict/envelope.hpp"
+#include "governor/jobserver.hpp"
 #include "util/size.hpp"
 
 namespace memgate {
@@ -47,10 +48,11 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     return a->id < b->id;
   });
 
-  bool pressure = thrashing_ || !by_state(JobState::frozen).empty() || !by_state(JobState::killing).empty() ||
-                  view.build_used >= scale(effective_limit(view), cfg_.pressure.freeze_frac);
+  bool pressure = under_pressure(view);
   Bytes left = headroom(view);
-  int free_slots = cfg_.slots - busy_slots();
+  int busy = busy_slots();
+  const int js = jobserver_running(js_held_, js_client_);
+  int free_slots = cfg_.slots - std::max(busy, js);
   Bytes starve_reserve = 0;
   std::optional<Shadow> shadow;
   bool shadow_tried = cfg_.admission != AdmissionPolicy::packing || pressure;
@@ -60,7 +62,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     // A remote job takes a free remote slot of its engine if there is one
     // (it weighs nothing here then); it gives it back if not admitted.
     j->where.remote_slot = j->where.placement == Placement::remote && remote_free(j->where.engine) > 0;
-    bool fits_cpu = j->weight(cfg_.slots) <= free_slots;
+    bool fits_cpu = fits_cpu_with_tokens(j->weight(cfg_.slots), busy, js, cfg_.slots);
     bool fits_mem = !pressure && need <= left - starve_reserve;
     Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
     const bool on_cold = cold > 0 && cold <= left - starve_reserve;
@@ -85,7 +87,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       }
       start(*j, now, out);
       left -= need;
-      free_slots -= j->weight(cfg_.slots);
+      busy += j->weight(cfg_.slots);
+      free_slots = cfg_.slots - std::max(busy, js);
       continue;
     }
     j->where.remote_slot = false;
@@ -122,6 +125,38 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     any_memory_blocked_ |= j->blocked_by_memory;
     any_cpu_blocked_ |= j->blocked_by_cpu;
   }
+}
+
+bool Governor::under_pressure(const MemoryView& view) const {
+  if (thrashing_) return true;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::frozen || j.state == JobState::killing) return true;
+  return view.build_used >= scale(effective_limit(view), cfg_.pressure.freeze_frac);
+}
+
+void Governor::set_jobserver(int held, bool client_seen) {
+  js_held_ = std::max(0, held);
+  js_client_ = client_seen;
+}
+
+int Governor::tokens_to_offer(const MemoryView& view, double now) const {
+  TokenInputs in;
+  in.slots = cfg_.slots;
+  in.busy = busy_slots();
+  in.held = js_held_;
+  in.hold_back = under_pressure(view) || any_memory_blocked_;
+  in.headroom = headroom(view);
+  // A token's need: what the running jobs hold on average, else what the
+  // waiting ones are predicted to need, else the configured guess.
+  Bytes sum = 0;
+  int n = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.state == JobState::running) sum += reservation(j, now), ++n;
+  if (n == 0)
+    for (const auto& [id, j] : jobs_)
+      if (j.state == JobState::waiting) sum += std::max(j.pred.peak, j.peak_floor), ++n;
+  in.per_token = n > 0 ? std::max<Bytes>(sum / n, 1) : cfg_.token_need;
+  return memgate::tokens_to_offer(in);
 }
 
 // The head's reservation: what is free now, and what every running job

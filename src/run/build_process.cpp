@@ -47,6 +47,7 @@ bool g_hup_ignored = false;
       ::close(fd);
     }
   }
+  for (int fd : spec.inherit_fds) ::fcntl(fd, F_SETFD, 0);
   for (const auto& [k, v] : spec.env_changes) {
     if (v.empty()) unsetenv(k.c_str());
     else setenv(k.c_str(), v.c_str(), 1);

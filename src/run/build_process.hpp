@@ -22,6 +22,7 @@ struct SpawnSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env_changes;  // applied in the child; "" unsets
   std::vector<std::string> cgroup_dirs;            // the child joins these before exec
+  std::vector<int> inherit_fds;                    // close-on-exec here, inherited by the build (the jobserver's)
 };
 
 // Starts the build. On failure (including exec failure, reported back

@@ -265,6 +265,7 @@ bool Runner::start_build() {
   spec.argv = opt_.command;
   spec.env_changes = injection_env(in);
   spec.cgroup_dirs = cgroups_->build_dirs();
+  serve_tokens(spec.env_changes, spec.inherit_fds);
   SpawnFailure failure;
   machine_busy_at_start_ = platform::read_machine_busy_s();
   own_cpu_at_start_ = platform::self_and_children_cpu_s();
@@ -437,6 +438,8 @@ void Runner::finish() {
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
   server_.reset();
+  tokens_.reset();
+  if (tokens_log_) std::fclose(tokens_log_), tokens_log_ = nullptr;
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
 }

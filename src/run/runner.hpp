@@ -26,6 +26,10 @@ struct RunOptions {
   std::optional<int> offload_jobs;  // --offload-jobs N (default: the engine's remote slots)
   double decline_after_s = 0;       // --decline-after S: a build server declines jobs that waited this long
   std::string admission;            // --admission POLICY ("" = the governor's default; governor.hpp)
+  // The jobserver (run/jobserver.hpp, docs/jobserver.md).
+  std::string jobserver = "auto";   // --jobserver auto|always|off
+  bool jobserver_fifo = false;      // --jobserver-fifo: name it fifo:PATH (make 4.4) instead of R,W
+  std::string jobserver_log;        // --jobserver-log FILE: "t held waiting" whenever they change
 };
 
 // Runs the build to completion and returns `run`'s exit status, which

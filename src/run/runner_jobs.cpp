@@ -153,8 +153,11 @@ void Runner::on_closed(ConnId conn) {
 // not wait for the next tick to start.
 void Runner::schedule() {
   if (abort_signal_) return;
-  apply(gov_->step(view_, now()));
+  double t = now();
+  tell_tokens(t);
+  apply(gov_->step(view_, t));
   log_new_events();
+  offer_tokens(t);
 }
 
 void Runner::grant(ConnectedJob& job) {
@@ -236,8 +239,10 @@ void Runner::tick() {
   view_ = ports_->read_memory(jobs_current);
   recorder_.sample_memory(t, view_.build_used);
   if (!abort_signal_) {
+    tell_tokens(t);
     apply(gov_->step(view_, t));
     log_new_events();
+    offer_tokens(t);
   } else if (!killed_all_ && t >= abort_deadline_) {
     kill_everything();
   }
