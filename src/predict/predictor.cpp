@@ -69,6 +69,9 @@ double last_attempt_s(const JobRecord& job) {
   return std::max(0.0, a.end_s - a.start_s);
 }
 
+// The key rungs 2 and 3 share: "" for a job without a main source.
+std::string source_key_of(const std::string& identity) { return source_key(parse_job_identity(identity)).str(); }
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -200,6 +203,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   // A configure probe says nothing about the tree's real compiles (see
   // identity.hpp): its own identity remembers it, no group does.
   if (is_probe_klass(job.key.klass)) return;
+  if (std::string sk = source_key_of(job.key.identity); !sk.empty()) run_by_source_[sk] = job.key.identity;
 
   const double w = std::max(1, job.key.cpu_weight);
   index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
@@ -211,6 +215,7 @@ void Predictor::add_profile(const JobProfile& p) {
   if (p.peak <= 0 || p.key.identity.empty()) return;
   profiles_[p.key.identity] = p;
   if (is_probe_klass(p.key.klass)) return;
+  if (std::string sk = source_key_of(p.key.identity); !sk.empty()) profile_by_source_[sk] = p.key.identity;
   const double w = std::max(1, p.key.cpu_weight);
   // Below the root only: a profile tells what jobs with a stem like its
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
@@ -332,27 +337,61 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
   return std::nullopt;
 }
 
+// Rung 3: a profile of this identity, else of the same source and arch.
+const JobProfile* Predictor::profile_of(const JobKey& key) const {
+  if (auto it = profiles_.find(key.identity); it != profiles_.end()) return &it->second;
+  const std::string sk = source_key_of(key.identity);
+  if (sk.empty()) return nullptr;
+  auto by = profile_by_source_.find(sk);
+  if (by == profile_by_source_.end()) return nullptr;
+  auto it = profiles_.find(by->second);
+  return it == profiles_.end() ? nullptr : &it->second;
+}
+
+std::optional<Prediction> Predictor::from_profile(const JobKey& key, Bytes floor) const {
+  const JobProfile* found = profile_of(key);
+  if (!found) return std::nullopt;
+  const JobProfile& pr = *found;
+  const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
+  Prediction p;
+  p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
+  p.wall_s = pr.wall_s;
+  p.cpu_s = pr.cpu_s;
+  p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
+  p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
+  p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
+  p.source = pr.origin;
+  return p;
+}
+
+// The ladder (predictor.hpp), before calibration.
 Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out) const {
   *elsewhere = false;
   Bytes& floor = *floor_out;
   floor = 0;
+  // 1. This identity's own runs.
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
     if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
   }
-  if (auto it = profiles_.find(key.identity); it != profiles_.end()) {
-    const JobProfile& pr = it->second;
-    const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
-    Prediction p;
-    p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
-    p.wall_s = pr.wall_s;
-    p.cpu_s = pr.cpu_s;
-    p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
-    p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
-    p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
-    p.source = pr.origin;
-    *elsewhere = true;
-    return p;
+  // 2. The same source and arch under another identity, own history.
+  if (const std::string sk = source_key_of(key.identity); !sk.empty()) {
+    auto by = run_by_source_.find(sk);
+    auto it = by == run_by_source_.end() || by->second == key.identity ? runs_.end() : runs_.find(by->second);
+    Bytes other_floor = 0;
+    if (it != runs_.end()) {
+      if (auto same = own_estimate(it->second, key.cpu_weight, &other_floor)) {
+        same->peak = std::max(same->peak, floor);
+        same->confidence *= 0.9;
+        return *same;
+      }
+    }
   }
+  // 3. A profile from elsewhere: imported or prior.
+  if (auto p = from_profile(key, floor)) {
+    *elsewhere = true;
+    return *p;
+  }
+  // 4, 5: similar stems, class statistics; 6: the default.
   Prediction p = from_groups(key, elsewhere).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);
   return p;
