@@ -1,4 +1,4 @@
-// bench_cold_error RECORDING [--jobs]: replays a first build that nothing
+// bench_cold_error RECORDING [--jobs] [--tu-size]: replays a first build that nothing
 // has seen (bench/cold-error records one) through the Predictor and prints
 // how wrong each cold prediction was. Jobs are taken in their recorded
 // start order; before each is predicted, every job that had finished by
@@ -6,12 +6,17 @@
 // history is empty and no prior is loaded beyond what the recording's own
 // jobs teach.
 //
+// --tu-size gives each job its preprocessed size (JobKey::tu_bytes): the
+// recorded command is run again with -E (and without -c, -o and the
+// dependency-file flags), its output counted.
+//
 // A recording line: start_s, end_s, largest RSS (KiB), exit status, cwd and
 // the command (words separated by \x1f), tab-separated.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -35,7 +40,34 @@ struct Job {
   double error() const { return static_cast<double>(predicted) / static_cast<double>(peak) - 1.0; }
 };
 
-std::vector<Job> read_jobs(const std::string& path) {
+std::string quoted(const std::string& w) {
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The size of the command's preprocessed output; 0 when it fails.
+Bytes preprocessed_size(const std::vector<std::string>& argv, const std::string& cwd) {
+  std::string cmd = "cd " + quoted(cwd) + " &&";
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-c" || a == "-MD" || a == "-MMD") continue;
+    if (a == "-o" || a == "-MF" || a == "-MT" || a == "-MQ") {
+      ++i;
+      continue;
+    }
+    cmd += " " + quoted(a);
+  }
+  cmd += " -E -o - 2>/dev/null";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return 0;
+  Bytes n = 0;
+  char buf[65536];
+  for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) n += static_cast<Bytes>(got);
+  return ::pclose(f) == 0 ? n : 0;
+}
+
+std::vector<Job> read_jobs(const std::string& path, bool tu_size) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   std::vector<Job> jobs;
@@ -53,6 +85,7 @@ std::vector<Job> read_jobs(const std::string& path) {
     const CommandInfo info = analyze_command(argv, std::string(f[4]));
     if (info.mode == "probe" || j.peak <= 0) continue;
     j.key = info.key;
+    if (tu_size) j.key.tu_bytes = preprocessed_size(argv, std::string(f[4]));
     jobs.push_back(std::move(j));
   }
   std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.start < b.start; });
@@ -109,12 +142,17 @@ void row(const std::string& name, const std::vector<const Job*>& js) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: bench_cold_error RECORDING [--jobs]\n";
+    std::cerr << "usage: bench_cold_error RECORDING [--jobs] [--tu-size]\n";
     return 2;
+  }
+  bool each = false, tu_size = false;
+  for (int i = 2; i < argc; ++i) {
+    each = each || std::string(argv[i]) == "--jobs";
+    tu_size = tu_size || std::string(argv[i]) == "--tu-size";
   }
   std::vector<Job> jobs;
   try {
-    jobs = read_jobs(argv[1]);
+    jobs = read_jobs(argv[1], tu_size);
   } catch (const std::exception& e) {
     std::cerr << "bench_cold_error: " << e.what() << "\n";
     return 1;
@@ -124,12 +162,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   replay(jobs);
-  const bool each = argc > 2 && std::string(argv[2]) == "--jobs";
-  fmt::print("{}: {} jobs, error = predicted / actual peak - 1\n", argv[1], jobs.size());
+  fmt::print("{}: {} jobs{}, error = predicted / actual peak - 1\n", argv[1], jobs.size(),
+             tu_size ? ", preprocessed sizes known" : "");
   if (each) {
     for (const auto& j : jobs)
-      fmt::print("  {:>7.1f} MB -> {:>7.1f} MB {:>7} {:<8} {}\n", j.peak / 1e6, j.predicted / 1e6, pct(j.error()),
-                 name(j.source), j.key.stem);
+      fmt::print("  {:>7.1f} MB -> {:>7.1f} MB {:>7} {:<8} {:>9} {}\n", j.peak / 1e6, j.predicted / 1e6,
+                 pct(j.error()), name(j.source), j.key.tu_bytes, j.key.stem);
   }
   fmt::print("  {:<10} {:>4} {:>8} {:>8} {:>8} {:>8} {:>9}\n", "source", "n", "median", "med|e|", "worst-", "worst+",
              "under-20%");

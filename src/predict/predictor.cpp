@@ -206,6 +206,9 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   if (std::string sk = source_key_of(job.key.identity); !sk.empty()) run_by_source_[sk] = job.key.identity;
 
   const double w = std::max(1, job.key.cpu_weight);
+  if (job.key.tu_bytes > 0) {
+    size_ratios_[job.key.klass].push_back(static_cast<double>(r.peak) / w / static_cast<double>(job.key.tu_bytes));
+  }
   index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
                        static_cast<double>(r.after_peak) / w, in_build},
         /*at_root=*/true);
@@ -317,6 +320,15 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
     const double confidence = s.only_profiles ? 0.3 : root == klass ? 0.6 : 0.45;
     *only_profiles = s.only_profiles;
     return make(s, PredictionSource::similar, confidence, s.peak_w);
+  }
+  // The klass's peak per preprocessed byte × this job's size.
+  if (auto it = size_ratios_.find(key.klass);
+      klass && key.tu_bytes > 0 && it != size_ratios_.end() &&
+      it->second.size() >= static_cast<std::size_t>(std::max(1, config_.size_jobs))) {
+    std::vector<double> ratios = it->second;
+    const double peak_w = quantile(ratios, config_.size_quantile) * static_cast<double>(key.tu_bytes);
+    const Stats& s = klass->stats(config_.klass_quantile);
+    return make(s, PredictionSource::build, 0.35, peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;

@@ -28,6 +28,13 @@
 //     whole family: the `klass_quantile` of their peaks, with a margin of
 //     up to 50% while fewer than `prior_jobs` jobs are known (never above
 //     the default). "build" when jobs of this build are among them.
+//     Before the klass-wide quantile, where the job's preprocessed size
+//     is known (JobKey::tu_bytes) and `size_jobs` finished jobs of its
+//     klass were measured with theirs: peak = the `size_quantile` of their
+//     peak / size ratios × the job's size, also "build". A C++ compile's
+//     peak follows what it parses (memgate's and fmt's compiles: 80-135
+//     bytes of peak per preprocessed byte) far more closely than the
+//     source file's own size (14k-180k per byte, worse than no feature).
 //  6. "default": per-tool conservative defaults (default_prediction).
 // A guess from elsewhere (rung 3, and 4 from profiles alone) is scaled by
 // how this build's own jobs compared with it: every job of the current
@@ -90,6 +97,8 @@ struct PredictorConfig {
   int prior_jobs = 4;            // jobs a klass needs before its estimate goes without a margin
   double calibration_margin = 1.15;  // on the largest peak ratio of this build's jobs to their profile guess
   double calibration_band = 1.25;    // a profile guess within this factor of the build's is left alone
+  int size_jobs = 2;                 // finished jobs with a size a klass needs before sizes predict
+  double size_quantile = 0.8;        // of their peak / size ratios
 };
 
 class Predictor {
@@ -166,6 +175,7 @@ class Predictor {
   std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
   std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;
   std::unordered_map<std::string, Calibration> calibration_;  // by klass family
+  std::unordered_map<std::string, std::vector<double>> size_ratios_;  // by klass: peak per weight / tu_bytes
 };
 
 }  // namespace memgate

@@ -177,3 +177,57 @@ TEST(Ladder, Rung6Default) {
   EXPECT_EQ(pred.source, PredictionSource::fallback);
   EXPECT_EQ(pred.peak, default_prediction(k).peak);
 }
+
+namespace {
+
+// A C++ compile of src/STEM.cpp whose preprocessed size is TU bytes.
+JobKey cxx(const std::string& stem, Bytes tu) {
+  JobIdentity id;
+  id.klass = JobClass{"", "c++", "compile", {}};
+  id.source = "src/" + stem + ".cpp";
+  id.output = stem + ".o";
+  JobKey k = make_job_key(id, stem);
+  k.tu_bytes = tu;
+  return k;
+}
+
+}  // namespace
+
+// Rung 5 with sizes: the klass's peak per preprocessed byte, calibrated by
+// the build's finished jobs, times the job's own size.
+TEST(Ladder, Rung5ScalesByPreprocessedSize) {
+  Predictor p;
+  p.observe(ran(cxx("alpha_x", 1 * MB), 100 * MB));
+  const Prediction one = p.predict(cxx("gamma", 4 * MB));
+  EXPECT_EQ(one.source, PredictionSource::build);
+  EXPECT_LT(one.peak, 200 * MB) << "one job is not enough to scale by size";
+  p.observe(ran(cxx("beta_y", 2 * MB), 220 * MB));
+  const Prediction big = p.predict(cxx("gamma", 4 * MB));
+  EXPECT_EQ(big.source, PredictionSource::build);
+  EXPECT_EQ(big.peak, 440 * MB);  // the 0.8 quantile of 100 and 110 per byte, nearest rank up
+  EXPECT_EQ(p.predict(cxx("delta", 1 * MB / 2)).peak, 55 * MB);
+  // Unknown size: the klass-wide quantile.
+  const Prediction unknown = p.predict(cxx("gamma", 0));
+  EXPECT_GE(unknown.peak, 220 * MB);
+  EXPECT_LT(unknown.peak, 440 * MB);
+  // Similar stems (rung 4) still come first.
+  EXPECT_EQ(p.predict(cxx("beta_y_extra", 4 * MB)).source, PredictionSource::similar);
+}
+
+// Jobs of other klasses, and probes, teach a klass nothing of sizes.
+TEST(Ladder, Rung5SizesPerKlass) {
+  Predictor p;
+  p.observe(ran(cxx("alpha", 1 * MB), 100 * MB));
+  p.observe(ran(cxx("beta", 2 * MB), 220 * MB));
+  JobKey other = kernel("flash_fwd_hdim64_fp16_sm80");
+  other.tu_bytes = 4 * MB;
+  p.observe(ran(kernel("my_kernel_a"), 3000 * MB));
+  EXPECT_NE(p.predict(other).peak, 440 * MB);
+  JobKey probe = cxx("conftest", 1 * MB);
+  probe.klass = "c++:probe";
+  Predictor q;
+  q.observe(ran(probe, 900 * MB));
+  q.observe(ran(cxx("alpha", 1 * MB), 100 * MB));
+  q.observe(ran(cxx("beta", 1 * MB), 100 * MB));
+  EXPECT_EQ(q.predict(cxx("gamma", 2 * MB)).peak, 200 * MB);
+}
