@@ -196,6 +196,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   r.peak_over_frac = std::clamp(job.peak_over_frac, 0.0, 1.0);
   r.after_peak = job.after_peak_bytes;
   r.cpu_weight = std::max(1, job.key.cpu_weight);
+  r.tu_bytes = std::max<Bytes>(0, job.key.tu_bytes);
   auto& runs = runs_[job.key.identity];
   runs.push_back(r);
   if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
@@ -392,6 +393,11 @@ Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out
     Bytes other_floor = 0;
     if (it != runs_.end()) {
       if (auto same = own_estimate(it->second, key.cpu_weight, &other_floor)) {
+        if (const Bytes theirs = it->second.back().tu_bytes; theirs > 0 && key.tu_bytes > theirs) {
+          const double f = static_cast<double>(key.tu_bytes) / static_cast<double>(theirs);
+          same->peak = to_bytes(static_cast<double>(same->peak) * f);
+          same->after_peak = to_bytes(static_cast<double>(same->after_peak) * f);
+        }
         same->peak = std::max(same->peak, floor);
         same->confidence *= 0.9;
         return *same;

@@ -14,7 +14,9 @@
 //     (another nvcc --threads), its peaks are scaled by the ratio.
 //  2. "history": the same source and arch (SourceKey: class and main
 //     source) under another identity in own history (another build
-//     directory or output name): the newest such identity's runs, as in 1.
+//     directory or output name): the newest such identity's runs, as in 1,
+//     raised by the ratio of preprocessed sizes where the job's is larger
+//     (the same source built again with other defines for another target).
 //  3. "imported" / "prior": a profile from elsewhere (add_profile) of this
 //     identity, else of the same source and arch: its peak × margin. An
 //     exact profile of the job beats every sibling measured here.
@@ -140,6 +142,7 @@ class Predictor {
     bool failed = false;     // non-zero exit, not killed
     bool killed = false;     // memgate or the OOM killer ended it
     int cpu_weight = 1;      // peaks scale with it when --threads changes
+    Bytes tu_bytes = 0;      // the job's preprocessed size, 0 = unknown
   };
   struct Node;   // a stem-token trie over one klass or family
   struct Entry;  // what one identity puts in the tries

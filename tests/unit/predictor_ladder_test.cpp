@@ -231,3 +231,23 @@ TEST(Ladder, Rung5SizesPerKlass) {
   q.observe(ran(cxx("beta", 1 * MB), 100 * MB));
   EXPECT_EQ(q.predict(cxx("gamma", 2 * MB)).peak, 200 * MB);
 }
+
+// Rung 2 for the same source built again with other defines (fmt builds
+// os.cc for the library and again for a test at 1.4 times the size): the
+// other identity's peak, raised by the ratio of sizes, never lowered.
+TEST(Ladder, Rung2ScalesUpByPreprocessedSize) {
+  Predictor p;
+  JobKey lib = cxx("os", 1200 * 1000);
+  p.observe(ran(lib, 100 * MB));
+  JobKey test = cxx("os", 1800 * 1000);
+  JobIdentity id = parse_job_identity(lib.identity);
+  id.output = "test/os.o";
+  test.identity = id.str();
+  const Prediction bigger = p.predict(test);
+  EXPECT_EQ(bigger.source, PredictionSource::history);
+  EXPECT_EQ(bigger.peak, static_cast<Bytes>(std::llround(100.0 * MB * 1.07 * 1.5)));
+  test.tu_bytes = 600 * 1000;
+  EXPECT_EQ(p.predict(test).peak, with_margin(100 * MB));
+  test.tu_bytes = 0;
+  EXPECT_EQ(p.predict(test).peak, with_margin(100 * MB));
+}
