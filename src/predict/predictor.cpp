@@ -220,6 +220,7 @@ void Predictor::add_profile(const JobProfile& p) {
   profiles_[p.key.identity] = p;
   if (is_probe_klass(p.key.klass)) return;
   if (std::string sk = source_key_of(p.key.identity); !sk.empty()) profile_by_source_[sk] = p.key.identity;
+  if (!p.key.stem.empty()) profile_by_stem_[p.key.klass + '\n' + p.key.stem] = p.key.identity;
   const double w = std::max(1, p.key.cpu_weight);
   // Below the root only: a profile tells what jobs with a stem like its
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
@@ -350,14 +351,19 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
   return std::nullopt;
 }
 
-// Rung 3: a profile of this identity, else of the same source and arch.
+// Rung 3: a profile of this identity, else of the same source and arch,
+// else of the same stem in the same klass.
 const JobProfile* Predictor::profile_of(const JobKey& key) const {
   if (auto it = profiles_.find(key.identity); it != profiles_.end()) return &it->second;
-  const std::string sk = source_key_of(key.identity);
-  if (sk.empty()) return nullptr;
-  auto by = profile_by_source_.find(sk);
-  if (by == profile_by_source_.end()) return nullptr;
-  auto it = profiles_.find(by->second);
+  const std::string* identity = nullptr;
+  if (const std::string sk = source_key_of(key.identity); !sk.empty()) {
+    if (auto by = profile_by_source_.find(sk); by != profile_by_source_.end()) identity = &by->second;
+  }
+  if (!identity && !key.stem.empty()) {
+    if (auto by = profile_by_stem_.find(key.klass + '\n' + key.stem); by != profile_by_stem_.end()) identity = &by->second;
+  }
+  if (!identity) return nullptr;
+  auto it = profiles_.find(*identity);
   return it == profiles_.end() ? nullptr : &it->second;
 }
 

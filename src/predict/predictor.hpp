@@ -18,8 +18,9 @@
 //     raised by the ratio of preprocessed sizes where the job's is larger
 //     (the same source built again with other defines for another target).
 //  3. "imported" / "prior": a profile from elsewhere (add_profile) of this
-//     identity, else of the same source and arch: its peak × margin. An
-//     exact profile of the job beats every sibling measured here.
+//     identity, else of the same source and arch, else of the same stem in
+//     the same klass (the tree laid out otherwise): its peak × margin. An
+//     exact-stem profile of the job beats every sibling measured here.
 //  4. "similar": jobs of the same klass whose stems share leading tokens
 //     ("flash_bwd_hdim128_fp16_causal_sm80" ~ "flash_bwd_hdim128_bf16_sm80"),
 //     the deepest shared prefix of at least `min_similar_depth` tokens (or
@@ -174,6 +175,7 @@ class Predictor {
   // last: rungs 2 and 3 for a job whose identity has none.
   std::unordered_map<std::string, std::string> run_by_source_;
   std::unordered_map<std::string, std::string> profile_by_source_;
+  std::unordered_map<std::string, std::string> profile_by_stem_;  // klass + '\n' + stem -> identity
   std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
   std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
   std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;

@@ -114,6 +114,12 @@ TEST(Ladder, Rung3PriorOfTheSameSourceAndArch) {
   Predictor q;
   q.add_profile(profile(kernel(kStem, "a"), 4800 * MB, PredictionSource::imported));
   EXPECT_EQ(q.predict(kernel(kStem, "b")).source, PredictionSource::imported);
+  // A tree laid out otherwise: the same stem in the same klass.
+  JobIdentity moved = parse_job_identity(kernel(kStem, "out").identity);
+  moved.source = "kernels/" + kStem + ".cu";
+  EXPECT_EQ(p.predict(make_job_key(moved, kStem)).source, PredictionSource::prior);
+  EXPECT_EQ(p.predict(make_job_key(moved, kStem)).peak, with_margin(4800 * MB));
+  EXPECT_EQ(p.predict(kernel(kStem, "out", "sm_90")).source, PredictionSource::similar) << "another arch: rung 4";
   // The exact identity's profile before a same-source one.
   q.add_profile(profile(kernel(kStem, "b"), 5000 * MB));
   EXPECT_EQ(q.predict(kernel(kStem, "b")).peak, with_margin(5000 * MB));
