@@ -35,8 +35,8 @@
 //     is known (JobKey::tu_bytes) and `size_jobs` finished jobs of its
 //     klass were measured with theirs: peak = the `size_quantile` of their
 //     peak / size ratios × the job's size, also "build". A C++ compile's
-//     peak follows what it parses (memgate's and fmt's compiles: 80-135
-//     bytes of peak per preprocessed byte) far more closely than the
+//     peak follows what it parses (memgate's compiles: 79-125 bytes of
+//     peak per preprocessed byte, fmt's 71-216) far more closely than the
 //     source file's own size (14k-180k per byte, worse than no feature).
 //  6. "default": per-tool conservative defaults (default_prediction).
 // A guess from elsewhere (rung 3, and 4 from profiles alone) is scaled by
