@@ -133,6 +133,10 @@ struct JobKey {
   std::string klass;     // coarser grouping for online learning: tool + arch flags
   std::string stem;      // main source file name without directories, for "similar" matching
   int cpu_weight = 1;    // CPU slots the job occupies (nvcc --threads across archs), 1..kMaxCpuWeight
+  // Not part of the key: the translation unit's size after preprocessing,
+  // in bytes, where it was measured; 0 = unknown. Cold predictions scale
+  // by it (Predictor, rung 5).
+  Bytes tu_bytes = 0;
 };
 
 // The most CPU slots one job may claim. Peaks are predicted per slot and

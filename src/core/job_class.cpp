@@ -92,6 +92,10 @@ JobClass parse_job_class(std::string_view stored) {
   return c;
 }
 
+std::string SourceKey::str() const { return source.empty() ? std::string() : klass.str() + ":" + source; }
+
+SourceKey source_key(const JobIdentity& id) { return SourceKey{id.klass, id.source}; }
+
 JobIdentity parse_job_identity(std::string_view stored) {
   Outer o = split_outer(stored);
   JobIdentity id;

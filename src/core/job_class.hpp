@@ -57,6 +57,21 @@ struct JobIdentity {
   friend bool operator==(const JobIdentity&, const JobIdentity&) = default;
 };
 
+// What the runs of one compile share when its identity changed only in
+// the output or the argv digest (another build directory, a renamed
+// object): its class (engine, tool, mode, targets) and its main source.
+// The predictor's second and third rungs look jobs up by it.
+struct SourceKey {
+  JobClass klass;
+  std::string source;  // as in JobIdentity; empty: the job has no source and no key
+
+  bool empty() const { return source.empty(); }
+  std::string str() const;  // one string per key, for tables
+  friend bool operator==(const SourceKey&, const SourceKey&) = default;
+};
+
+SourceKey source_key(const JobIdentity& id);
+
 JobClass parse_job_class(std::string_view stored);
 JobIdentity parse_job_identity(std::string_view stored);
 

@@ -71,6 +71,9 @@ double last_attempt_s(const JobRecord& job) {
   return std::max(0.0, a.end_s - a.start_s);
 }
 
+// The key rungs 2 and 3 share: "" for a job without a main source.
+std::string source_key_of(const std::string& identity) { return source_key(parse_job_identity(identity)).str(); }
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -196,6 +199,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   r.after_peak = job.after_peak_bytes;
   r.envelope = envelope_of(job.profile, r.wall_s);
   r.cpu_weight = std::max(1, job.key.cpu_weight);
+  r.tu_bytes = std::max<Bytes>(0, job.key.tu_bytes);
   auto& runs = runs_[job.key.identity];
   runs.push_back(r);
   if (runs.size() > static_cast<std::size_t>(std::max(1, config_.own_runs))) runs.erase(runs.begin());
@@ -203,8 +207,12 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   // A configure probe says nothing about the tree's real compiles (see
   // identity.hpp): its own identity remembers it, no group does.
   if (is_probe_klass(job.key.klass)) return;
+  if (std::string sk = source_key_of(job.key.identity); !sk.empty()) run_by_source_[sk] = job.key.identity;
 
   const double w = std::max(1, job.key.cpu_weight);
+  if (job.key.tu_bytes > 0) {
+    size_ratios_[job.key.klass].push_back(static_cast<double>(r.peak) / w / static_cast<double>(job.key.tu_bytes));
+  }
   index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
                        static_cast<double>(r.after_peak) / w, in_build},
         /*at_root=*/true);
@@ -214,6 +222,8 @@ void Predictor::add_profile(const JobProfile& p) {
   if (p.peak <= 0 || p.key.identity.empty()) return;
   profiles_[p.key.identity] = p;
   if (is_probe_klass(p.key.klass)) return;
+  if (std::string sk = source_key_of(p.key.identity); !sk.empty()) profile_by_source_[sk] = p.key.identity;
+  if (!p.key.stem.empty()) profile_by_stem_[p.key.klass + '\n' + p.key.stem] = p.key.identity;
   const double w = std::max(1, p.key.cpu_weight);
   // Below the root only: a profile tells what jobs with a stem like its
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
@@ -324,6 +334,15 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
     *only_profiles = s.only_profiles;
     return make(s, PredictionSource::similar, confidence, s.peak_w);
   }
+  // The klass's peak per preprocessed byte × this job's size.
+  if (auto it = size_ratios_.find(key.klass);
+      klass && key.tu_bytes > 0 && it != size_ratios_.end() &&
+      it->second.size() >= static_cast<std::size_t>(std::max(1, config_.size_jobs))) {
+    std::vector<double> ratios = it->second;
+    const double peak_w = quantile(ratios, config_.size_quantile) * static_cast<double>(key.tu_bytes);
+    const Stats& s = klass->stats(config_.klass_quantile);
+    return make(s, PredictionSource::build, 0.35, peak_w);
+  }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;
   for (const Node* root : {klass, family}) {
@@ -343,28 +362,72 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
   return std::nullopt;
 }
 
+// Rung 3: a profile of this identity, else of the same source and arch,
+// else of the same stem in the same klass.
+const JobProfile* Predictor::profile_of(const JobKey& key) const {
+  if (auto it = profiles_.find(key.identity); it != profiles_.end()) return &it->second;
+  const std::string* identity = nullptr;
+  if (const std::string sk = source_key_of(key.identity); !sk.empty()) {
+    if (auto by = profile_by_source_.find(sk); by != profile_by_source_.end()) identity = &by->second;
+  }
+  if (!identity && !key.stem.empty()) {
+    if (auto by = profile_by_stem_.find(key.klass + '\n' + key.stem); by != profile_by_stem_.end()) identity = &by->second;
+  }
+  if (!identity) return nullptr;
+  auto it = profiles_.find(*identity);
+  return it == profiles_.end() ? nullptr : &it->second;
+}
+
+std::optional<Prediction> Predictor::from_profile(const JobKey& key, Bytes floor) const {
+  const JobProfile* found = profile_of(key);
+  if (!found) return std::nullopt;
+  const JobProfile& pr = *found;
+  const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
+  Prediction p;
+  p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
+  p.wall_s = pr.wall_s;
+  p.cpu_s = pr.cpu_s;
+  p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
+  p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
+  p.envelope = pr.envelope;
+  p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
+  p.source = pr.origin;
+  return p;
+}
+
+// The ladder (predictor.hpp), before calibration.
 Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out) const {
   *elsewhere = false;
   Bytes& floor = *floor_out;
   floor = 0;
+  // 1. This identity's own runs.
   if (auto it = runs_.find(key.identity); it != runs_.end()) {
     if (auto own = own_estimate(it->second, key.cpu_weight, &floor)) return *own;
   }
-  if (auto it = profiles_.find(key.identity); it != profiles_.end()) {
-    const JobProfile& pr = it->second;
-    const double scale = static_cast<double>(std::max(1, key.cpu_weight)) / std::max(1, pr.key.cpu_weight);
-    Prediction p;
-    p.peak = std::max(floor, to_bytes(static_cast<double>(pr.peak) * scale * config_.margin));
-    p.wall_s = pr.wall_s;
-    p.cpu_s = pr.cpu_s;
-    p.peak_over_frac = pr.peak_over_frac > 0 ? pr.peak_over_frac : 1.0;
-    p.after_peak = std::min(p.peak, to_bytes(static_cast<double>(pr.after_peak) * scale * config_.margin));
-    p.envelope = pr.envelope;
-    p.confidence = pr.runs >= 3 ? 0.8 : 0.7;
-    p.source = pr.origin;
-    *elsewhere = true;
-    return p;
+  // 2. The same source and arch under another identity, own history.
+  if (const std::string sk = source_key_of(key.identity); !sk.empty()) {
+    auto by = run_by_source_.find(sk);
+    auto it = by == run_by_source_.end() || by->second == key.identity ? runs_.end() : runs_.find(by->second);
+    Bytes other_floor = 0;
+    if (it != runs_.end()) {
+      if (auto same = own_estimate(it->second, key.cpu_weight, &other_floor)) {
+        if (const Bytes theirs = it->second.back().tu_bytes; theirs > 0 && key.tu_bytes > theirs) {
+          const double f = static_cast<double>(key.tu_bytes) / static_cast<double>(theirs);
+          same->peak = to_bytes(static_cast<double>(same->peak) * f);
+          same->after_peak = to_bytes(static_cast<double>(same->after_peak) * f);
+        }
+        same->peak = std::max(same->peak, floor);
+        same->confidence *= 0.9;
+        return *same;
+      }
+    }
   }
+  // 3. A profile from elsewhere: imported or prior.
+  if (auto p = from_profile(key, floor)) {
+    *elsewhere = true;
+    return *p;
+  }
+  // 4, 5: similar stems, class statistics; 6: the default.
   Prediction p = from_groups(key, elsewhere).value_or(default_prediction(key));
   p.peak = std::max(p.peak, floor);
   return p;

@@ -2,28 +2,44 @@
 // does its peak come? Pure logic over numbers; history feeds it records,
 // the running build feeds it finished jobs, admission asks it questions.
 //
-// Where a prediction comes from, first match wins:
+// Where a prediction comes from: a ladder, most specific first, first
+// rung that answers wins (the Prediction's source names the rung):
 //  1. "history": this identity's own runs, from past builds and earlier
 //     attempts in this build. Peak = max over the last `own_runs` runs of
 //     peak × decay^age (age 0 = newest), × margin. Failed runs (non-zero
 //     exit) count at `failed_weight`; a run killed by memgate or the OOM
 //     killer saw only part of its peak, so its peak × `killed_bump` is a
 //     floor. If the identity has no complete successful run, its runs are
-//     only a floor under the next source. If the job's CPU weight changed
+//     only a floor under the rungs below. If the job's CPU weight changed
 //     (another nvcc --threads), its peaks are scaled by the ratio.
-//  2. "imported" / "prior": a profile of this identity from elsewhere
-//     (add_profile): its peak × margin.
-//  3. "similar": jobs of the same klass whose stems share leading tokens
+//  2. "history": the same source and arch (SourceKey: class and main
+//     source) under another identity in own history (another build
+//     directory or output name): the newest such identity's runs, as in 1,
+//     raised by the ratio of preprocessed sizes where the job's is larger
+//     (the same source built again with other defines for another target).
+//  3. "imported" / "prior": a profile from elsewhere (add_profile) of this
+//     identity, else of the same source and arch, else of the same stem in
+//     the same klass (the tree laid out otherwise): its peak × margin. An
+//     exact-stem profile of the job beats every sibling measured here.
+//  4. "similar": jobs of the same klass whose stems share leading tokens
 //     ("flash_bwd_hdim128_fp16_causal_sm80" ~ "flash_bwd_hdim128_bf16_sm80"),
 //     the deepest shared prefix of at least `min_similar_depth` tokens (or
 //     the whole stem); then the same across the family (same tool and
-//     mode, other archs). Peak = the `similar_quantile` of their peaks.
-//  4. "build" / "similar": the whole klass, then the whole family: the
-//     `klass_quantile` of their peaks, with a margin of up to 50% while
-//     fewer than `prior_jobs` jobs are known (never above the default). "build" when jobs of
-//     this build are among them.
-//  5. "default": per-tool conservative defaults (default_prediction).
-// A guess from elsewhere (sources 2, and 3 from profiles alone) is scaled by
+//     mode, other archs); runs of this build and history before profiles.
+//     Peak = the `similar_quantile` of their peaks.
+//  5. "build" / "similar": class statistics, the whole klass, then the
+//     whole family: the `klass_quantile` of their peaks, with a margin of
+//     up to 50% while fewer than `prior_jobs` jobs are known (never above
+//     the default). "build" when jobs of this build are among them.
+//     Before the klass-wide quantile, where the job's preprocessed size
+//     is known (JobKey::tu_bytes) and `size_jobs` finished jobs of its
+//     klass were measured with theirs: peak = the `size_quantile` of their
+//     peak / size ratios × the job's size, also "build". A C++ compile's
+//     peak follows what it parses (memgate's compiles: 79-125 bytes of
+//     peak per preprocessed byte, fmt's 71-216) far more closely than the
+//     source file's own size (14k-180k per byte, worse than no feature).
+//  6. "default": per-tool conservative defaults (default_prediction).
+// A guess from elsewhere (rung 3, and 4 from profiles alone) is scaled by
 // how this build's own jobs compared with it: every job of the current
 // build that finishes while its prediction still came from a profile gives
 // a ratio (its peak / that prediction, per tool family), and so does every
@@ -36,8 +52,8 @@
 // jobs, and this build sets the scale. Inside the band the prior is taken
 // as it is.
 // Probe jobs (klass TOOL:probe: CMake/Meson/autoconf checks, version
-// queries) feed only their own identity's runs, never sources 3 and 4.
-// Sources 3 and 4 compare peaks per CPU weight (nvcc's peak grows with
+// queries) feed only their own identity's runs, never rungs 2, 4 and 5.
+// Rungs 4 and 5 compare peaks per CPU weight (nvcc's peak grows with
 // the pipelines it runs at once) and scale by the asked job's weight.
 //
 // Per-tool defaults (peak per unit of CPU weight):
@@ -84,6 +100,8 @@ struct PredictorConfig {
   int prior_jobs = 4;            // jobs a klass needs before its estimate goes without a margin
   double calibration_margin = 1.15;  // on the largest peak ratio of this build's jobs to their profile guess
   double calibration_band = 1.25;    // a profile guess within this factor of the build's is left alone
+  int size_jobs = 2;                 // finished jobs with a size a klass needs before sizes predict
+  double size_quantile = 0.8;        // of their peak / size ratios
 };
 
 class Predictor {
@@ -126,6 +144,7 @@ class Predictor {
     bool failed = false;     // non-zero exit, not killed
     bool killed = false;     // memgate or the OOM killer ended it
     int cpu_weight = 1;      // peaks scale with it when --threads changes
+    Bytes tu_bytes = 0;      // the job's preprocessed size, 0 = unknown
   };
   struct Node;   // a stem-token trie over one klass or family
   struct Entry;  // what one identity puts in the tries
@@ -146,15 +165,23 @@ class Predictor {
   void index(const JobKey& key, const Entry& e, bool at_root);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key, bool* only_profiles) const;
+  std::optional<Prediction> from_profile(const JobKey& key, Bytes floor) const;
+  const JobProfile* profile_of(const JobKey& key) const;
   int intern(const std::string& identity);
 
   PredictorConfig config_;
   std::unordered_map<std::string, std::vector<Run>> runs_;  // by identity, oldest first
   std::unordered_map<std::string, JobProfile> profiles_;    // imported and prior, by identity
+  // SourceKey::str() -> the identity whose complete run (or profile) came
+  // last: rungs 2 and 3 for a job whose identity has none.
+  std::unordered_map<std::string, std::string> run_by_source_;
+  std::unordered_map<std::string, std::string> profile_by_source_;
+  std::unordered_map<std::string, std::string> profile_by_stem_;  // klass + '\n' + stem -> identity
   std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
   std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
   std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;
   std::unordered_map<std::string, Calibration> calibration_;  // by klass family
+  std::unordered_map<std::string, std::vector<double>> size_ratios_;  // by klass: peak per weight / tu_bytes
 };
 
 }  // namespace memgate
