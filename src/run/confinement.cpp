@@ -145,15 +145,6 @@ std::vector<pid_t> Confinement::processes() const {
   return confine_ ? confine_->all_processes() : std::vector<pid_t>{};
 }
 
-std::vector<pid_t> Confinement::outside_jobs() const {
-  if (!confine_) return {};
-  if (!build_leaf_) return confine_->all_processes();
-  std::vector<pid_t> out = confine_->processes();
-  std::vector<pid_t> leaf = build_leaf_->all_processes();
-  out.insert(out.end(), leaf.begin(), leaf.end());
-  return out;
-}
-
 void Confinement::kill_all() const {
   if (confine_) (void)confine_->kill_all();
 }

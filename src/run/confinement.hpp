@@ -66,9 +66,6 @@ class Confinement {
   std::optional<Bytes> peak() const;
   // Every process in the build's cgroups.
   std::vector<pid_t> processes() const;
-  // The processes outside job cgroups: the build tool's and whatever it
-  // started that no job holds (what the ungated detector looks at).
-  std::vector<pid_t> outside_jobs() const;
   void kill_all() const;
   // Processes left in the build cgroup once the build has ended are daemons
   // it started (a compiler cache server, say): not ours to kill. They move

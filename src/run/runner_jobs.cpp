@@ -223,22 +223,22 @@ void Runner::sample_jobs() {
 }
 
 // Compilers that escaped the gate, every 0.5 s: the build's processes
-// outside the job cgroups (those are gated), less the wrappers still
-// connected (their socket is close-on-exec: a wrapper that exec'd
-// anything would have hung up), are read from /proc. So a scan costs the
-// build tool's own processes, not every waiting wrapper and running job.
+// outside every job's tree, less the wrappers still connected (their
+// socket is close-on-exec: a wrapper that exec'd anything would have hung
+// up), are read from /proc. So a scan reads the build tool's own
+// processes, not every waiting wrapper. The jobs' trees are read after
+// the build's list, so a wrapper's child that joins its job's cgroup in
+// between is found in its job.
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
   cgroups_->watch(build_done_ ? 0 : build_pid_);
-  std::vector<pid_t> build = cgroups_->outside_jobs();
+  std::vector<pid_t> build = cgroups_->processes();
   if (build.empty() && build_pid_ > 0 && !build_done_) build = platform::process_tree(build_pid_);
   std::vector<pid_t> known;
   for (const auto& [conn, job] : live_) {
     if (pid_t peer = server_->peer_pid(conn); peer > 0) known.push_back(peer);
-    // Measured through /proc: its tree lives among the build's processes.
-    if (!job.exec->has_cgroup())
-      for (pid_t p : job.exec->tree()) known.push_back(p);
+    for (pid_t p : job.exec->tree()) known.push_back(p);
   }
   auto found = find_ungated(build, known);
   if (gated_nothing_)
