@@ -64,7 +64,7 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine,
   j.pred = predict_(j.key);
   j.queued_t = now;
   JobId id = j.id;
-  jobs_.emplace(id, std::move(j));
+  enqueue(jobs_.emplace(id, std::move(j)).first->second);
   count(Counter::submitted);
   tell(JobFact::of(JobFact::Kind::submitted, id, now));
   return id;
@@ -117,32 +117,27 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
 
 Bytes Governor::overhead(const MemoryView& view) const {
   Bytes jobs = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing) jobs += j.current;
+  for (const auto& [id, j] : active_) jobs += j->current;
   return std::max<Bytes>(0, view.build_used - jobs);
 }
 
 Bytes Governor::headroom(const MemoryView& view) const {
   Bytes reserved = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing)
-      reserved += reservation(j, last_t_);
+  for (const auto& [id, j] : active_) reserved += reservation(*j, last_t_);
   return effective_limit(view) - overhead(view) - reserved;
 }
 
 int Governor::busy_slots() const {
   int busy = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::running || j.state == JobState::killing) busy += j.weight(cfg_.slots);
+  for (const auto& [id, j] : active_)
+    if (j->state == JobState::running || j->state == JobState::killing) busy += j->weight(cfg_.slots);
   return busy;
 }
 
 int Governor::remote_busy(const std::string& engine) const {
   int n = 0;
-  for (const auto& [id, j] : jobs_) {
-    bool alive = j.state == JobState::running || j.state == JobState::frozen || j.state == JobState::killing;
-    if (alive && j.where.engine == engine && (j.where.remote_slot || j.where.placement == Placement::offloaded)) ++n;
-  }
+  for (const auto& [id, j] : active_)
+    if (j->where.engine == engine && (j->where.remote_slot || j->where.placement == Placement::offloaded)) ++n;
   return n;
 }
 
@@ -154,17 +149,42 @@ int Governor::remote_free(const std::string& engine) const {
 
 int Governor::unfrozen_running() const {
   int n = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::running) ++n;
+  for (const auto& [id, j] : active_)
+    if (j->state == JobState::running) ++n;
   return n;
 }
 
 std::vector<GovJob*> Governor::by_state(JobState s) {
   std::vector<GovJob*> out;
+  if (s == JobState::running || s == JobState::frozen || s == JobState::killing) {
+    for (auto& [id, j] : active_)
+      if (j->state == s) out.push_back(j);
+    return out;
+  }
   for (auto& [id, j] : jobs_)
     if (j.state == s) out.push_back(&j);
   return out;
 }
+
+bool Governor::queue_before(const GovJob* a, const GovJob* b) {
+  if (a->requeues != b->requeues) return a->requeues > b->requeues;
+  if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
+  if (a->order != b->order) return a->order < b->order;
+  return a->id < b->id;
+}
+
+// A job enters the queue in its place (the queue is kept in admission
+// order, so a step does not sort every waiting job again).
+void Governor::enqueue(GovJob& j) {
+  // A job requeued before admission ran again is still listed (as running).
+  if (j.attempts > 0) queue_.erase(std::remove(queue_.begin(), queue_.end(), &j), queue_.end());
+  ++waiting_n_;
+  if (queue_sorted_) queue_.insert(std::upper_bound(queue_.begin(), queue_.end(), &j, queue_before), &j);
+  else queue_.push_back(&j);
+}
+
+void Governor::activate(GovJob& j) { active_[j.id] = &j; }
+void Governor::deactivate(GovJob& j) { active_.erase(j.id); }
 
 GovernorCounts Governor::counts() const {
   GovernorCounts c;
@@ -195,12 +215,10 @@ void Governor::account_time(double now) {
     double dt_ms = (now - last_t_) * 1000.0;
     if (any_memory_blocked_) count(Counter::memory_bound_ms, std::llround(dt_ms));
     else if (any_cpu_blocked_) count(Counter::cpu_bound_ms, std::llround(dt_ms));
-    std::int64_t mem_waiters = 0, frozen = 0;
-    for (const auto& [id, j] : jobs_) {
-      if (j.state == JobState::waiting && j.blocked_by_memory) ++mem_waiters;
-      if (j.state == JobState::frozen) ++frozen;
-    }
-    count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters)));
+    std::int64_t frozen = 0;
+    for (const auto& [id, j] : active_)
+      if (j->state == JobState::frozen) ++frozen;
+    count(Counter::wait_memory_ms, std::llround(dt_ms * static_cast<double>(mem_waiters_)));
     count(Counter::frozen_ms, std::llround(dt_ms * static_cast<double>(frozen)));
     // What the envelope gave back over the interval, as read at its start.
     released_bytes_s_ += static_cast<double>(releasing_) * (now - last_t_);
@@ -218,6 +236,7 @@ void Governor::account_time(double now) {
 
 Decisions Governor::step(const MemoryView& view, double now) {
   account_time(now);
+  if (unpredicted_ > 0 && now - unpredicted_since_ >= kRepredictAfter_s) repredict();
   Decisions out;
   relieve_pressure(view, now, out);
   admit_jobs(view, now, out);
@@ -233,17 +252,17 @@ bool newer(const GovJob* a, const GovJob* b) {
 
 GovJob* Governor::newest_to_freeze() {
   GovJob* best = nullptr;
-  for (auto& [id, j] : jobs_)
-    if (j.state == JobState::running && newer(&j, best)) best = &j;
+  for (auto& [id, j] : active_)
+    if (j->state == JobState::running && newer(j, best)) best = j;
   return best;
 }
 
 GovJob* Governor::newest_to_kill() {
   GovJob* best = nullptr;
-  for (auto& [id, j] : jobs_) {
-    bool alive = j.state == JobState::running || j.state == JobState::frozen;
+  for (auto& [id, j] : active_) {
+    bool alive = j->state == JobState::running || j->state == JobState::frozen;
     // A job out of reruns would fail for good: leave it to finish.
-    if (alive && j.attempts < cfg_.max_attempts && newer(&j, best)) best = &j;
+    if (alive && j->attempts < cfg_.max_attempts && newer(j, best)) best = j;
   }
   return best;
 }
@@ -369,7 +388,7 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cp
       j.current < j.attempt_peak / 2) {
     j.peak_told = true;
     past_peak_(j.key, j.attempt_peak);
-    repredict();
+    learned();
   }
 }
 
@@ -379,6 +398,8 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   GovJob& j = found->second;
   if (j.state == JobState::waiting) {
     // The wrapper gave up before it was granted (its build was interrupted).
+    if (j.blocked_by_memory) --mem_waiters_;
+    --waiting_n_;
     j.state = JobState::done;
     tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
     count(Counter::cancelled);
@@ -392,6 +413,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
   tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s}));
   j.current = 0;
+  deactivate(j);
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
   // The cost of optimism: the work a memory death threw away.
@@ -411,6 +433,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
     j.queued_t = now;
     j.start_t = -1;
     j.where.remote_slot = false;
+    enqueue(j);
     count(Counter::retried);
     event(now, how == ExitKind::killed_by_us ? EventKind::requeue : EventKind::retry, id,
           fmt::format("attempt {} ended by memory; rerunning with {} reserved", j.attempts, format_bytes(j.peak_floor)));
@@ -437,10 +460,22 @@ const GovJob& Governor::job(JobId id) const {
 
 void Governor::learn(const JobRecord& attempt) {
   if (learn_) learn_(attempt);
-  repredict();
+  learned();
+}
+
+// Predicting every waiting job again costs one prediction per waiting job:
+// after every exit, that made a build of N jobs cost N^2 predictions. So
+// the queue is predicted again once the jobs learned since number a
+// share of those waiting (with few waiting, after every one, as before),
+// and within kRepredictAfter_s of any learning at the latest (step).
+void Governor::learned() {
+  if (unpredicted_++ == 0) unpredicted_since_ = last_t_;
+  if (unpredicted_ * kRepredictShare >= waiting_n_) repredict();
 }
 
 void Governor::repredict() {
+  unpredicted_ = 0;
+  queue_sorted_ = false;  // new predictions, new order
   for (auto& [id, j] : jobs_) {
     if (j.state == JobState::waiting) {
       j.pred = predict_(j.key);

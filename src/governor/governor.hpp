@@ -262,6 +262,11 @@ class Governor {
   // `predict` answers for a job when it is submitted and again while it
   // waits; `learn` (optional) is told about every attempt that ends.
   Governor(GovernorConfig config, PredictFn predict, LearnFn learn = nullptr);
+  // It keeps pointers into its own job maps: moved, never copied.
+  Governor(const Governor&) = delete;
+  Governor& operator=(const Governor&) = delete;
+  Governor(Governor&&) = default;
+  Governor& operator=(Governor&&) = default;
   // Told once per attempt when a running job has fallen below half its
   // peak after live.min_s: its peak is known before it exits (a prior is
   // calibrated on it, Predictor::observe_peak). Predictions are asked
@@ -308,7 +313,11 @@ class Governor {
 
   // An attempt ended (after exited()): what it measured teaches the
   // predictor, and the waiting jobs are predicted again with that. One
-  // call, so the queue can never miss what the predictor learned.
+  // call, so the queue can never miss what the predictor learned: at once
+  // while few jobs wait; with many, once the jobs learned number 1/32 of
+  // those waiting, and at the first step 0.5 s after a learning at the
+  // latest (a prediction per waiting job after every exit made a build's
+  // cost grow with the square of its jobs).
   void learn(const JobRecord& attempt);
 
   // Any job of this build, running or done (throws for an unknown id).
@@ -433,6 +442,26 @@ class Governor {
   std::map<JobId, GovJob> jobs_;
   std::map<JobId, GovJob> done_;
   void retire(JobId id);
+  // The running, frozen and killing jobs (pointers into jobs_, whose
+  // nodes never move), in id order: what the sums of every step read, so
+  // a step costs the jobs holding memory and slots, not every waiting one.
+  std::map<JobId, GovJob*> active_;
+  void activate(GovJob& j);
+  void deactivate(GovJob& j);
+  // The waiting jobs in admission order (queue_before), kept between steps;
+  // entries no longer waiting are dropped when admission next runs.
+  std::vector<GovJob*> queue_;
+  bool queue_sorted_ = true;
+  static bool queue_before(const GovJob* a, const GovJob* b);
+  void enqueue(GovJob& j);
+  std::int64_t mem_waiters_ = 0;  // waiting jobs blocked by memory at the last admission
+  std::size_t waiting_n_ = 0;     // jobs waiting now
+  // Learning since the waiting jobs were last predicted again (learned()).
+  static constexpr std::size_t kRepredictShare = 32;
+  static constexpr double kRepredictAfter_s = 0.5;
+  std::size_t unpredicted_ = 0;
+  double unpredicted_since_ = 0;  // the governor's clock at the first of them
+  void learned();
   // After the build learned something: waiting jobs take their new
   // prediction; a running job whose prediction was a guess keeps its peak
   // (its reservation) but takes the new timing (when it peaks, how long it

@@ -19,6 +19,8 @@ using namespace governor_detail;
 
 void Governor::start(GovJob& j, double now, Decisions& out) {
   j.state = JobState::running;
+  activate(j);
+  --waiting_n_;
   j.start_t = now;
   tell(JobFact::of(JobFact::Kind::started, j.id, now, now - j.queued_t, j.pred));
   j.attempts += 1;
@@ -38,15 +40,16 @@ void Governor::start(GovJob& j, double now, Decisions& out) {
 // AdmissionPolicy). Nothing is admitted while the build is under pressure
 // (frozen or dying jobs, or thrashing).
 void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
-  std::vector<GovJob*> queue = by_state(JobState::waiting);
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const GovJob* j) { return j->state != JobState::waiting; }),
+               queue_.end());
+  if (!queue_sorted_) {
+    std::sort(queue_.begin(), queue_.end(), queue_before);
+    queue_sorted_ = true;
+  }
+  std::vector<GovJob*> queue = queue_;  // start() and offload change states, not the order
   any_memory_blocked_ = any_cpu_blocked_ = false;
+  mem_waiters_ = 0;
   if (queue.empty()) return;
-  std::sort(queue.begin(), queue.end(), [](const GovJob* a, const GovJob* b) {
-    if (a->requeues != b->requeues) return a->requeues > b->requeues;
-    if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
-    if (a->order != b->order) return a->order < b->order;
-    return a->id < b->id;
-  });
 
   bool pressure = under_pressure(view);
   Bytes left = headroom(view);
@@ -124,6 +127,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     if (j->state != JobState::waiting) continue;
     any_memory_blocked_ |= j->blocked_by_memory;
     any_cpu_blocked_ |= j->blocked_by_cpu;
+    if (j->blocked_by_memory) ++mem_waiters_;
   }
 }
 
@@ -168,8 +172,8 @@ std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes n
                                                      const MemoryView& view, double now) const {
   if (need > effective_limit(view)) return std::nullopt;
   Shadow sh(head, need, left, free_slots, cfg_.slots, now);
-  for (const auto& [id, r] : jobs_)
-    if (r.state == JobState::running || r.state == JobState::killing) sh.add_running(r, reservation(r, now), now);
+  for (const auto& [id, r] : active_)
+    if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
   if (!std::isfinite(sh.head_time())) return std::nullopt;
   return sh;
 }
@@ -320,6 +324,8 @@ void Governor::decline_jobs(double now, Decisions& out) {
   std::vector<JobId> gone;
   for (auto& [id, j] : jobs_) {
     if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
+    if (j.blocked_by_memory) --mem_waiters_;
+    --waiting_n_;
     j.state = JobState::done;
     tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
     count(Counter::declined);
@@ -343,7 +349,8 @@ Bytes Governor::cold_need(const GovJob& j, double now) const {
   int in_flight = 0;
   int confirmed = 0;
   if (auto it = finished_by_klass_.find(j.key.klass); it != finished_by_klass_.end()) confirmed = it->second;
-  for (const auto& [id, r] : jobs_) {
+  for (const auto& [id, rp] : active_) {
+    const GovJob& r = *rp;
     if (id == j.id || r.key.klass != j.key.klass) continue;
     if (r.state != JobState::running && r.state != JobState::frozen) continue;
     const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);

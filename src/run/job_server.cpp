@@ -1,6 +1,7 @@
 #include "run/job_server.hpp"
 
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,6 +30,11 @@ constexpr std::size_t kConnectionCap = 16384;
 constexpr std::size_t kFdReserve = 64;  // fds kept for cgroups, /proc, history
 constexpr rlim_t kNofileTarget = 65536;
 constexpr std::uint64_t kMaxLoggedDrops = 20;
+// Readiness comes from epoll, so a loop turn costs what is ready, not
+// every connection: thousands of wrappers wait at once on a big build.
+// At most this many ready connections are served per turn.
+constexpr int kEventsPerTurn = 1024;
+constexpr std::uint64_t kListenTag = 0;  // epoll data of the listening socket; ConnIds start at 1
 
 struct Conn {
   int fd = -1;
@@ -39,13 +45,17 @@ struct Conn {
   FrameDecoder decoder;
   std::string out;  // frames not yet taken by the socket
   bool broken = false;
+  std::uint32_t watched = 0;  // the epoll events registered for it
 };
 
 // Raises the soft fd limit (hundreds of wrappers wait at once) and
-// returns how many connections that leaves room for.
-std::size_t connection_limit() {
+// returns how many connections that leaves room for; *hard is the hard
+// limit (0: unknown or unlimited).
+std::size_t connection_limit(rlim_t* hard) {
   rlimit rl{};
+  *hard = 0;
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 256;
+  if (rl.rlim_max != RLIM_INFINITY) *hard = rl.rlim_max;
   rlim_t want = std::min<rlim_t>(rl.rlim_max, kNofileTarget);
   if (rl.rlim_cur < want) {
     rlimit raised = rl;
@@ -59,9 +69,23 @@ std::size_t connection_limit() {
 
 }  // namespace
 
+std::string full_note(std::size_t max_conns, std::uint64_t nofile_hard) {
+  if (nofile_hard > 0 && max_conns + kFdReserve >= nofile_hard)
+    return fmt::format("{} wrapper connections are open, as many as the open-file hard limit of {} lets memgate hold; the "
+                       "rest wait to connect and are seen as others finish (admission cannot choose among them, "
+                       "and at most {} jobs run at once): raise the hard limit (ulimit -Hn, systemd LimitNOFILE=) "
+                       "to let memgate see them all",
+                       max_conns, nofile_hard, max_conns);
+  return fmt::format("{} wrapper connections are open, as many as memgate holds at once; the rest wait to connect and are "
+                     "seen as others finish",
+                     max_conns);
+}
+
 struct JobServer::State {
   std::string path;
   int listen_fd = -1;
+  int epoll_fd = -1;
+  bool listening = false;  // the listening socket is in the epoll set
   std::unordered_map<ConnId, Conn> conns;
   std::unordered_map<int, ConnId> by_fd;
   ConnId next_id = 1;
@@ -70,6 +94,31 @@ struct JobServer::State {
   bool skip_accept_once = false;  // after EMFILE: sit out one poll turn
   std::uint64_t logged_drops = 0;
   std::uint64_t logged_refusals = 0;
+  std::size_t writers = 0;  // connections waiting for POLLOUT
+  rlim_t nofile_hard = 0;   // RLIMIT_NOFILE's hard limit (0: none)
+  bool warned_full = false;
+
+  // Registers what the connection waits for: input always, output while
+  // frames are queued.
+  bool watch(ConnId id, Conn& c) {
+    std::uint32_t want = EPOLLIN | (!c.out.empty() && !c.broken ? EPOLLOUT : 0u);
+    if (want == c.watched) return true;
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.u64 = id;
+    if (::epoll_ctl(epoll_fd, c.watched == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd, &ev) != 0) return false;
+    if ((want & EPOLLOUT) && !(c.watched & EPOLLOUT)) ++writers;
+    if (!(want & EPOLLOUT) && (c.watched & EPOLLOUT)) --writers;
+    c.watched = want;
+    return true;
+  }
+  void listen_for(bool accept) {
+    if (accept == listening) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenTag;
+    if (::epoll_ctl(epoll_fd, accept ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listen_fd, &ev) == 0) listening = accept;
+  }
 
   Conn* find(ConnId id) {
     auto it = conns.find(id);
@@ -78,8 +127,9 @@ struct JobServer::State {
   void drop(ConnId id) {
     auto it = conns.find(id);
     if (it == conns.end()) return;
+    if (it->second.watched & EPOLLOUT) --writers;
     by_fd.erase(it->second.fd);
-    ::close(it->second.fd);
+    ::close(it->second.fd);  // also leaves the epoll set
     conns.erase(it);
   }
 };
@@ -92,6 +142,7 @@ JobServer::~JobServer() {
   if (!s_) return;
   for (auto& [id, c] : s_->conns) ::close(c.fd);
   if (s_->listen_fd >= 0) ::close(s_->listen_fd);
+  if (s_->epoll_fd >= 0) ::close(s_->epoll_fd);
 }
 
 Result<JobServer> JobServer::listen(const std::string& socket_path) {
@@ -111,40 +162,46 @@ Result<JobServer> JobServer::listen(const std::string& socket_path) {
     ::close(fd);
     return Error{fmt::format("cannot listen on {}: {}", socket_path, std::strerror(e))};
   }
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    int e = errno;
+    ::close(fd);
+    return Error{fmt::format("epoll_create1: {}", std::strerror(e))};
+  }
   auto s = std::make_unique<State>();
   s->path = socket_path;
   s->listen_fd = fd;
-  s->max_conns = connection_limit();
+  s->epoll_fd = ep;
+  s->max_conns = connection_limit(&s->nofile_hard);
   return JobServer(std::move(s));
 }
 
 void JobServer::append_pollfds(std::vector<pollfd>& fds) const {
-  bool accept = s_->conns.size() < s_->max_conns && !s_->skip_accept_once;
+  s_->listen_for(s_->conns.size() < s_->max_conns && !s_->skip_accept_once);
   s_->skip_accept_once = false;
-  if (accept) fds.push_back({s_->listen_fd, POLLIN, 0});
-  for (const auto& [id, c] : s_->conns) {
-    short events = POLLIN;
-    if (!c.out.empty() && !c.broken) events |= POLLOUT;
-    fds.push_back({c.fd, events, 0});
-  }
+  fds.push_back({s_->epoll_fd, POLLIN, 0});
 }
 
 void JobServer::handle_ready(const std::vector<pollfd>& fds) {
+  bool ours = false;
+  for (const pollfd& p : fds) ours |= p.fd == s_->epoll_fd && p.revents != 0;
+  if (!ours) return;
+  epoll_event events[kEventsPerTurn];
+  int n;
+  do {
+    n = ::epoll_wait(s_->epoll_fd, events, kEventsPerTurn, 0);
+  } while (n < 0 && errno == EINTR);
   bool listen_ready = false;
-  for (const pollfd& p : fds) {
-    if (p.revents == 0) continue;
-    if (p.fd == s_->listen_fd) {
+  for (int i = 0; i < n; ++i) {
+    const ConnId id = events[i].data.u64;
+    if (id == kListenTag) {
       listen_ready = true;
       continue;
     }
-    auto it = s_->by_fd.find(p.fd);
-    if (it == s_->by_fd.end()) continue;  // not ours, or closed by a callback this turn
-    ConnId id = it->second;
-    if (p.revents & POLLOUT) flush(id);
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) read_from(id);
+    if (!s_->find(id)) continue;  // closed by a callback this turn
+    if (events[i].events & EPOLLOUT) flush(id);
+    if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) read_from(id);
   }
-  // Accepting last: a new connection cannot reuse an fd number that is
-  // still listed further down `fds` for a connection closed this turn.
   if (listen_ready) accept_all();
 }
 
@@ -171,15 +228,28 @@ void JobServer::accept_all() {
     c.fd = fd;
     c.pid = cred.pid;
     c.accepted_s = monotonic_seconds();
-    s_->conns.emplace(id, std::move(c));
+    auto& conn = s_->conns.emplace(id, std::move(c)).first->second;
     s_->by_fd[fd] = id;
+    if (!s_->watch(id, conn)) {  // never to be heard: the wrapper sees the hang-up and retries or fails open
+      log::warn("cannot watch a wrapper connection: {}", std::strerror(errno));
+      s_->drop(id);
+      continue;
+    }
     ++s_->counters.accepted;
+    if (s_->conns.size() == s_->max_conns && !s_->warned_full) {
+      s_->warned_full = true;
+      log::warn("{}", full_note(s_->max_conns, s_->nofile_hard));
+    }
   }
 }
 
 void JobServer::flush(ConnId id) {
   Conn* c = s_->find(id);
-  if (!c || c->out.empty()) return;
+  if (!c) return;
+  if (c->out.empty()) {
+    s_->watch(id, *c);
+    return;
+  }
   ssize_t n;
   do {
     n = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -191,6 +261,7 @@ void JobServer::flush(ConnId id) {
     c->broken = true;
     c->out.clear();
   }
+  s_->watch(id, *c);
 }
 
 void JobServer::drop_malformed(ConnId id, const std::string& why) {
@@ -300,6 +371,7 @@ pid_t JobServer::peer_pid(ConnId id) const {
   return c ? c->pid : 0;
 }
 std::size_t JobServer::connection_count() const { return s_->conns.size(); }
+bool JobServer::has_pending_writes() const { return s_->writers > 0; }
 std::size_t JobServer::max_connections() const { return s_->max_conns; }
 const ServerCounters& JobServer::counters() const { return s_->counters; }
 const std::string& JobServer::path() const { return s_->path; }

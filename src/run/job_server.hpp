@@ -5,12 +5,14 @@
 // How to drive it, once per loop turn:
 //
 //   std::vector<pollfd> fds = {...the loop's own fds...};
-//   server.append_pollfds(fds);          // listening socket + every connection
+//   server.append_pollfds(fds);          // one fd: the server's epoll set
 //   poll(fds.data(), fds.size(), timeout);
 //   server.handle_ready(fds);            // accepts, reads, flushes; fires callbacks
 //
-// handle_ready only looks at the entries whose fd it owns, so the vector
-// may hold anything else too. Callbacks run inside handle_ready and may call
+// The listening socket and every connection sit in one epoll set, so a
+// loop turn costs what is ready, not every waiting wrapper. handle_ready
+// only looks at the entry whose fd it owns, so the vector may hold
+// anything else too. Callbacks run inside handle_ready and may call
 // send() and close() on any connection.
 //
 // Security: memgate often runs as root on shared machines, so a peer whose uid differs from ours is closed
@@ -85,6 +87,8 @@ class JobServer {
   // The peer's pid from SO_PEERCRED, or 0 for an unknown connection.
   pid_t peer_pid(ConnId id) const;
   std::size_t connection_count() const;
+  // Some connection has frames queued that its socket has not taken yet.
+  bool has_pending_writes() const;
   // At most this many connections are open at once; beyond it the server
   // stops accepting (the kernel backlog holds the rest, and their connect()
   // simply waits), so no wrapper is turned away and run ungated.
@@ -103,6 +107,11 @@ class JobServer {
   std::size_t buffered_total() const;
   std::unique_ptr<State> s_;
 };
+
+// What memgate says once it holds as many connections as it can
+// (max_connections()): whether the open-file hard limit is what bounds
+// it, and what to do. `nofile_hard` 0: no hard limit.
+std::string full_note(std::size_t max_conns, std::uint64_t nofile_hard);
 
 // A fresh private directory for the socket: under $XDG_RUNTIME_DIR, else
 // $TMPDIR, else /tmp, else /run, the first that is trusted all the way up

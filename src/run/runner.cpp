@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "history/pending.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
+#include "util/atomic_file.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/trusted_dir.hpp"
@@ -203,6 +205,10 @@ bool Runner::start_server() {
   server_.emplace(std::move(*server));
   server_->on_message = [this](ConnId c, const Message& m) { on_message(c, m); };
   server_->on_closed = [this](ConnId c) { on_closed(c); };
+  if (server_->max_connections() < static_cast<std::size_t>(slots_))
+    log::warn("the open-file limit lets memgate hold {} wrapper connections, fewer than --jobs {}: at most {} jobs "
+              "run at once; raise the hard limit (ulimit -Hn, systemd LimitNOFILE=)",
+              server_->max_connections(), slots_, server_->max_connections());
 
   GovernorConfig gc;
   gc.budget = budget_.budget;
@@ -287,8 +293,9 @@ void Runner::main_loop() {
     std::vector<pollfd> fds;
     fds.push_back(pollfd{sigfd_, POLLIN, 0});
     server_->append_pollfds(fds);
+    stats_.loop_turn();
     double wait_s = std::max(0.0, next_tick_ - now());
-    int timeout_ms = static_cast<int>(wait_s * 1000.0) + 1;
+    int timeout_ms = schedule_due_ ? 0 : static_cast<int>(wait_s * 1000.0) + 1;
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       log::error("poll failed: {}", std::strerror(errno));
@@ -298,6 +305,7 @@ void Runner::main_loop() {
       if (fds[0].revents & POLLIN) handle_signals();
       server_->handle_ready(fds);
     }
+    if (schedule_due_) schedule_now();
     if (now() >= next_tick_) tick();
     if (build_done_ && !live_.empty() && !abort_signal_) {
       // The build tool is gone but some wrappers live on (orphans of a
@@ -434,6 +442,7 @@ void Runner::finish() {
     p.record_empty = opt_.record_empty;
     publish(b, history_.get(), p);
   }
+  write_stats();
   cgroups_->remove(abort_signal_ != 0);
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
@@ -442,6 +451,19 @@ void Runner::finish() {
   if (tokens_log_) std::fclose(tokens_log_), tokens_log_ = nullptr;
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
+}
+
+// MEMGATE_RUN_STATS=FILE: memgate's own CPU, RSS, ticks and grant waits
+// (run/run_stats.hpp), written where the user's other files go.
+void Runner::write_stats() {
+  const char* path = std::getenv("MEMGATE_RUN_STATS");
+  if (!path || !*path) return;
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  std::int64_t jobs = gov_ ? get(gov_->counters(), Counter::admitted) : 0;
+  std::string text = stats_.json(secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss, now(), jobs);
+  if (auto st = write_file_atomically(path, text); !st) log::warn("MEMGATE_RUN_STATS: {}", st.error());
 }
 
 }  // namespace memgate

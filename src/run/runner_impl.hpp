@@ -26,6 +26,7 @@
 #include "run/jobserver.hpp"
 #include "run/recorder.hpp"
 #include "run/runner_ports.hpp"
+#include "run/run_stats.hpp"
 #include "run/runner.hpp"
 #include "run/ungated.hpp"
 #include "wrap/protocol.hpp"
@@ -83,6 +84,7 @@ class Runner {
   void on_started(ConnId conn, const StartedMsg& m);
   void on_exit(ConnId conn, const ExitMsg& m);
   void schedule();
+  void schedule_now();
   void tick();
   void sample_jobs();
   void scan_ungated(double t);
@@ -147,6 +149,7 @@ class Runner {
   double next_ungated_scan_ = 0;  // also when the confinement is next checked
   MemoryView view_;
   double next_tick_ = 0;
+  bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn
   bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)
   int known_total_ = 0;  // jobs of the last build of this command, from history
   double last_wall_ = 0;
@@ -154,6 +157,10 @@ class Runner {
   // others took beside the build (Counter::other_cpu_ms, for plan).
   std::optional<double> machine_busy_at_start_;
   double own_cpu_at_start_ = 0;
+  // memgate's own cost (MEMGATE_RUN_STATS, for bench/scale).
+  RunStats stats_;
+  double last_release_ = 0;  // a job last gave back its slot and memory
+  void write_stats();
 };
 
 }  // namespace memgate

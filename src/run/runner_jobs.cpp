@@ -131,6 +131,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
     recorder_.finish(job.id, std::move(rec));
   }
   ports_->send(conn, VerdictMsg{rerun});
+  last_release_ = now();
   schedule();
 }
 
@@ -146,12 +147,18 @@ void Runner::on_closed(ConnId conn) {
   }
   conn_of_.erase(job.id);
   live_.erase(it);
+  last_release_ = now();
   if (!abort_signal_) schedule();
 }
 
 // Admission between ticks reuses the last measurement, so a new job does
-// not wait for the next tick to start.
-void Runner::schedule() {
+// not wait for the next tick to start. It runs once per loop turn
+// (main_loop), after all the messages the turn brought: a burst of
+// hundreds of requests or exits is one step, not one each.
+void Runner::schedule() { schedule_due_ = true; }
+
+void Runner::schedule_now() {
+  schedule_due_ = false;
   if (abort_signal_) return;
   double t = now();
   tell_tokens(t);
@@ -167,6 +174,7 @@ void Runner::grant(ConnectedJob& job) {
   g.cgroups = job.exec->prepare_attempt();
   if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
   job.attempt_start = now();
+  stats_.grant(gov_->job(job.id).queued_t, last_release_, job.attempt_start);
   job.profile.clear();
   job.profile.push_back(MemSample{0, 0});
   if (!ports_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
@@ -214,16 +222,23 @@ void Runner::sample_jobs() {
   }
 }
 
-// Compilers that escaped the gate: every build process not in a job's tree
-// is looked at, every 0.5 s (it reads /proc for each build process).
+// Compilers that escaped the gate, every 0.5 s: the build's processes
+// outside every job's tree, less the wrappers still connected (their
+// socket is close-on-exec: a wrapper that exec'd anything would have hung
+// up), are read from /proc. So a scan reads the build tool's own
+// processes, not every waiting wrapper. The jobs' trees are read after
+// the build's list, so a wrapper's child that joins its job's cgroup in
+// between is found in its job.
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
   std::vector<pid_t> build = ports_->build_processes(build_done_ ? 0 : build_pid_);
-  std::vector<pid_t> in_jobs;
-  for (const auto& [conn, job] : live_)
-    for (pid_t p : job.exec->tree()) in_jobs.push_back(p);
-  auto found = find_ungated(build, in_jobs);
+  std::vector<pid_t> known;
+  for (const auto& [conn, job] : live_) {
+    if (pid_t peer = ports_->peer_pid(conn); peer > 0) known.push_back(peer);
+    for (pid_t p : job.exec->tree()) known.push_back(p);
+  }
+  auto found = find_ungated(build, known);
   if (gated_nothing_)
     for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
   ungated_.observe(found, t);
@@ -250,6 +265,7 @@ void Runner::tick() {
   Bytes limit = gov_->effective_limit(view_);
   bool tight = limit > 0 && static_cast<double>(view_.build_used) >= kFastTickAbove * static_cast<double>(limit);
   next_tick_ = t + (tight ? kFastTick_s : kTick_s);
+  stats_.tick(now() - t);
 }
 
 void Runner::log_new_events() {

@@ -39,7 +39,9 @@ struct UngatedProcess {
 
 // Pure over the /proc tree at `proc_root` (tests point it at a fixture):
 // the ungated compilers among `build_pids` (every process in the build's
-// cgroups), `job_pids` being those inside job cgroups. Ordered by pid.
+// cgroups), never reading those in `job_pids` (known to be gated: the
+// jobs' trees, and the wrappers connected to memgate).
+// Ordered by pid.
 std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, const std::vector<pid_t>& job_pids,
                                          const std::string& proc_root = "/proc");
 

@@ -1,0 +1,200 @@
+// How memgate's per-event and per-tick work grows with the build
+// (google-benchmark; bench/scale measures the whole run). Usage:
+//   bench_micro_scale [--benchmark_filter=...]
+//
+// - Admission: one job ends and the next is admitted (exited, learn, step)
+//   with N jobs waiting behind --jobs 512 running, through the real
+//   Predictor: the cost of one such event should not grow with N.
+// - Ungated scan: find_ungated over a fake /proc of N waiting wrappers
+//   and the build tool, reading them all (before) or skipping the
+//   connected wrappers (what the runner passes now).
+// - Server turn: one request and its grant through the JobServer's loop
+//   with N idle wrapper connections open.
+#include <benchmark/benchmark.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "governor/governor.hpp"
+#include "predict/predictor.hpp"
+#include "run/job_server.hpp"
+#include "run/ungated.hpp"
+#include "wrap/protocol.hpp"
+
+using namespace memgate;
+
+namespace {
+
+JobKey key_of(int i) {
+  JobKey k;
+  k.tool = "cc";
+  k.identity = fmt::format("cc -c j{}.c", i);
+  k.klass = "cc";
+  k.stem = fmt::format("j{}", i);
+  return k;
+}
+
+JobRecord record_of(const GovJob& j, double now) {
+  JobRecord r;
+  r.key = j.key;
+  r.start_s = j.start_t;
+  r.end_s = now;
+  r.peak_bytes = 2 << 20;
+  r.cpu_s = 0.01;
+  r.attempt_log.push_back(Attempt{j.start_t, now, Outcome::ok, r.peak_bytes, r.cpu_s});
+  return r;
+}
+
+// N jobs waiting behind 512 running; each iteration: the oldest running
+// job ends, the governor learns it, a step admits the next, and one more
+// job is submitted so N stays put.
+void BM_AdmissionPerExit(benchmark::State& state) {
+  const int waiting = static_cast<int>(state.range(0));
+  constexpr int kSlots = 512;
+  Predictor predictor;
+  GovernorConfig cfg;
+  cfg.budget = cfg.hard_limit = 8LL << 30;
+  cfg.slots = kSlots;
+  Governor gov(
+      cfg, [&](const JobKey& k) { return predictor.predict(k); }, [&](const JobRecord& r) { predictor.observe(r); });
+  MemoryView view;
+  double now = 0;
+  int next = 0;
+  for (; next < waiting + kSlots; ++next) gov.submit(key_of(next), now, "", next + 1);
+  std::vector<JobId> running;
+  for (JobId id : gov.step(view, now).admit) running.push_back(id);
+  std::size_t oldest = 0;
+  for (auto _ : state) {
+    now += 0.002;
+    JobId id = running[oldest];
+    gov.exited(id, ExitKind::finished, 0, now, 0.01);
+    gov.learn(record_of(gov.job(id), now));
+    Decisions d = gov.step(view, now);
+    running[oldest] = d.admit.empty() ? running[oldest] : d.admit.front();
+    oldest = (oldest + 1) % running.size();
+    gov.submit(key_of(next), now, "", next + 1);
+    ++next;
+  }
+  state.SetLabel(fmt::format("{} waiting, {} running", waiting, kSlots));
+}
+BENCHMARK(BM_AdmissionPerExit)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Iterations(2000)->Unit(benchmark::kMicrosecond);
+
+// A fake /proc with N wrappers (memgate-wrap, pid 1000+i) below make (pid 999).
+struct FakeProc {
+  std::string root;
+  std::vector<pid_t> pids;
+  explicit FakeProc(int n) {
+    root = fmt::format("/tmp/memgate-micro-proc-{}-{}", ::getpid(), n);
+    std::filesystem::create_directories(root);
+    auto add = [&](pid_t pid, pid_t ppid, const std::string& comm, const std::string& exe) {
+      const std::string dir = fmt::format("{}/{}", root, pid);
+      std::filesystem::create_directories(dir);
+      std::ofstream(dir + "/stat") << fmt::format(
+          "{} ({}) S {} {} {} 0 -1 4194560 100 0 0 0 1 1 0 0 20 0 1 0 12345 10000000 300 "
+          "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
+          pid, comm, ppid, pid, pid);
+      std::ofstream(dir + "/status") << fmt::format("Name:\t{}\nState:\tS (sleeping)\nPPid:\t{}\nUid:\t0\t0\t0\t0\nVmRSS:\t  1200 kB\n",
+                                                    comm, ppid);
+      std::ofstream(dir + "/cmdline") << exe << '\0' << "exec" << '\0' << "cc" << '\0';
+      std::ofstream(dir + "/environ") << "MEMGATE_SOCKET=/tmp/x/sock" << '\0';
+      std::filesystem::create_symlink(exe, dir + "/exe");
+      pids.push_back(pid);
+    };
+    add(999, 1, "make", "/usr/bin/make");
+    for (int i = 0; i < n; ++i) add(1000 + i, 999, "memgate-wrap", "/usr/libexec/memgate/memgate-wrap");
+  }
+  ~FakeProc() { std::filesystem::remove_all(root); }
+};
+
+void BM_UngatedScan(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const bool skip_connected = state.range(1) != 0;
+  FakeProc proc(n);
+  std::vector<pid_t> known;
+  if (skip_connected) known.assign(proc.pids.begin() + 1, proc.pids.end());
+  for (auto _ : state) benchmark::DoNotOptimize(find_ungated(proc.pids, known, proc.root));
+  state.SetLabel(skip_connected ? "connected wrappers skipped" : "every process read");
+}
+BENCHMARK(BM_UngatedScan)
+    ->ArgsProduct({{250, 1000, 2000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
+
+int connect_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void pump(JobServer& server) {
+  std::vector<pollfd> fds;
+  server.append_pollfds(fds);
+  if (::poll(fds.data(), fds.size(), 100) > 0) server.handle_ready(fds);
+}
+
+// One loop turn that carries a request and its grant, with N idle
+// connections (waiting wrappers) open beside it.
+void BM_ServerTurn(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const std::string dir = fmt::format("/tmp/memgate-micro-sock-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  auto server = JobServer::listen(dir + "/sock");
+  if (!server) {
+    state.SkipWithError(server.error().c_str());
+    return;
+  }
+  if (server->max_connections() < static_cast<std::size_t>(n + 1)) {
+    state.SkipWithError("the open-file limit is too low for this many connections");
+    return;
+  }
+  int got = 0;
+  server->on_message = [&](ConnId id, const Message&) {
+    ++got;
+    server->send(id, GrantMsg{});
+  };
+  std::vector<int> idle;
+  for (int i = 0; i < n; ++i) idle.push_back(connect_unix(dir + "/sock"));
+  while (server->connection_count() < static_cast<std::size_t>(n)) pump(*server);
+  int c = connect_unix(dir + "/sock");
+  while (server->connection_count() < static_cast<std::size_t>(n + 1)) pump(*server);
+  RequestMsg req;
+  req.tool = "cc";
+  const std::string frame = encode_frame(req);
+  char buf[4096];
+  for (auto _ : state) {
+    int before = got;
+    if (::write(c, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) {
+      state.SkipWithError("write failed");
+      break;
+    }
+    while (got == before) pump(*server);
+    if (::read(c, buf, sizeof buf) <= 0) {
+      state.SkipWithError("no grant");
+      break;
+    }
+  }
+  for (int fd : idle) ::close(fd);
+  ::close(c);
+  std::filesystem::remove_all(dir);
+  state.SetLabel(fmt::format("{} idle connections", n));
+}
+BENCHMARK(BM_ServerTurn)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

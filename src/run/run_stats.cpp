@@ -1,0 +1,41 @@
+#include "run/run_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
+
+namespace memgate {
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+  std::size_t i = rank == 0 ? 0 : rank - 1;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values.end());
+  return values[i];
+}
+
+void RunStats::grant(double requested, double released, double now) {
+  waits_.push_back(std::max(0.0, now - requested));
+  reactions_.push_back(std::max(0.0, now - std::max(requested, released)));
+}
+
+namespace {
+std::string ms_fields(const char* name, const std::vector<double>& v) {
+  double mx = v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+  return fmt::format(R"("{0}_n":{1},"{0}_p50_ms":{2:.3f},"{0}_p99_ms":{3:.3f},"{0}_max_ms":{4:.3f})", name,
+                     v.size(), quantile(v, 0.5) * 1e3, quantile(v, 0.99) * 1e3, mx * 1e3);
+}
+}  // namespace
+
+std::string RunStats::json(double cpu_s, std::int64_t maxrss_kib, double wall_s, std::int64_t jobs) const {
+  double per_job_ms = jobs > 0 ? cpu_s * 1e3 / static_cast<double>(jobs) : 0;
+  return fmt::format(R"({{"cpu_s":{:.3f},"cpu_ms_per_job":{:.3f},"maxrss_kib":{},"wall_s":{:.3f},"jobs":{},)"
+                     R"("loop_turns":{},{},{},{}}})"
+                     "\n",
+                     cpu_s, per_job_ms, maxrss_kib, wall_s, jobs, turns_, ms_fields("tick", ticks_),
+                     ms_fields("wait", waits_), ms_fields("reaction", reactions_));
+}
+
+}  // namespace memgate

@@ -1,0 +1,38 @@
+// memgate's own cost during one `memgate run`, for bench/scale: with
+// MEMGATE_RUN_STATS=FILE the runner writes, at its end, one JSON object
+// with its own CPU time and peak RSS (getrusage of memgate alone, not its
+// children), every tick's duration (p50, p99, max), and each grant's wait:
+// from the wrapper's request, and from the moment the grant became
+// possible (the later of the request and the last slot or memory given
+// back), which is memgate's own reaction time. Pure bookkeeping: the
+// runner feeds it durations from its clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memgate {
+
+// The q-quantile (0..1) of `values` by nearest rank; 0 for none.
+double quantile(std::vector<double> values, double q);
+
+class RunStats {
+ public:
+  void tick(double seconds) { ticks_.push_back(seconds); }
+  void loop_turn() { ++turns_; }
+  // A job was granted at `now`, requested at `requested`; `released` is
+  // when memgate last learned of a slot or memory given back.
+  void grant(double requested, double released, double now);
+
+  // The JSON object: counts, and durations in milliseconds.
+  std::string json(double cpu_s, std::int64_t maxrss_kib, double wall_s, std::int64_t jobs) const;
+
+ private:
+  std::vector<double> ticks_;
+  std::vector<double> waits_;
+  std::vector<double> reactions_;
+  std::uint64_t turns_ = 0;
+};
+
+}  // namespace memgate

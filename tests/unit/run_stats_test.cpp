@@ -1,0 +1,33 @@
+#include "run/run_stats.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace memgate;
+
+TEST(RunStats, QuantilesAreNearestRank) {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(quantile(v, 0.5), 50);
+  EXPECT_EQ(quantile(v, 0.99), 99);
+  EXPECT_EQ(quantile(v, 1.0), 100);
+  EXPECT_EQ(quantile(v, 0.0), 1);
+  EXPECT_EQ(quantile({}, 0.5), 0);
+}
+
+TEST(RunStats, TheJsonCarriesTicksWaitsAndTheReaction) {
+  RunStats s;
+  s.tick(0.001);
+  s.tick(0.003);
+  s.loop_turn();
+  // Requested at 1 s, a slot freed at 4 s, granted at 4.5 s.
+  s.grant(1.0, 4.0, 4.5);
+  auto j = nlohmann::json::parse(s.json(2.0, 5120, 10.0, 1000));
+  EXPECT_DOUBLE_EQ(j["cpu_ms_per_job"].get<double>(), 2.0);
+  EXPECT_EQ(j["tick_n"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(j["tick_max_ms"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["wait_p50_ms"].get<double>(), 3500.0);
+  EXPECT_DOUBLE_EQ(j["reaction_p50_ms"].get<double>(), 500.0);
+  EXPECT_EQ(j["loop_turns"].get<int>(), 1);
+  EXPECT_EQ(j["maxrss_kib"].get<int>(), 5120);
+}
