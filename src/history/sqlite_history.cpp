@@ -213,6 +213,7 @@ std::optional<std::int64_t> SqliteHistory::last_build_id(const BuildQuery& q) {
   if (cwd) sql += " AND cwd = ?1";
   if (command) sql += " AND command = ?2";
   if (q.with_jobs) sql += " AND job_count > 0";
+  if (q.succeeded) sql += " AND exit_status = 0";
   sql += " ORDER BY id DESC LIMIT 1";
   auto st = db_.prepare(sql);
   if (!st) {

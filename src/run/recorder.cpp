@@ -118,6 +118,7 @@ JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double 
 void Recorder::finish(JobId id, JobRecord record) {
   ledgers_.erase(id);
   index_of_[id] = static_cast<int>(jobs_.size());
+  finished_job_s_ += std::max(0.0, record.wall_s());
   jobs_.push_back(std::move(record));
 }
 

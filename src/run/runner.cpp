@@ -159,10 +159,14 @@ bool Runner::open_history() {
     log::info("merged {} build record(s) saved beside the history while it was locked", n);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
   for (const JobProfile& p : history_->imported_profiles()) predictor_.add_profile(p);
-  if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
+  // A failed or interrupted build stopped part way: its count is no total.
+  History::BuildQuery ref{recorder_.cwd(), recorder_.command(), true};
+  ref.succeeded = true;
+  if (auto last = history_->last_build_id(ref)) {
     if (auto b = history_->load_build(*last)) {
-      known_total_ = static_cast<int>(b->jobs.size());
-      last_wall_ = b->wall_s();
+      progress_ref_.jobs = static_cast<int>(b->jobs.size());
+      progress_ref_.wall_s = b->wall_s();
+      for (const JobRecord& j : b->jobs) progress_ref_.job_s += std::max(0.0, j.wall_s());
     }
   }
   return true;

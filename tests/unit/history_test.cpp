@@ -213,6 +213,12 @@ TEST_F(HistoryTest, ListsNewestFirstAndFiltersLastBuild) {
   EXPECT_EQ(h->last_build_id({std::nullopt, "ninja", true}), std::nullopt) << "a2 gated no job";
   EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt, true}), a3);
   EXPECT_LT(a1, b1);
+  // A failed or interrupted build is no progress reference.
+  BuildRecord failed = sample_build("/src/a", "make -j", 3);
+  failed.exit_status = 130;
+  const auto a4 = *h->save_build(failed);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true}), a4);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true, true}), a3) << "the Ctrl-C'd build a4 is skipped";
 
   auto list = h->list_builds(3);
   ASSERT_EQ(list.size(), 3u);
