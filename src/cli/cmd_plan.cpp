@@ -145,8 +145,8 @@ int run_plan(const PlanArgs& a) {
     std::cout << 1 << "\n";
     return kNothingSafe;
   }
-  if (a.json) std::cout << plan::to_json(result, input->source).dump(2) << "\n";
-  else std::cout << plan::render_table(result, input->source);
+  if (a.json) std::cout << plan::to_json(result, input->source, input->measured).dump(2) << "\n";
+  else std::cout << plan::render_table(result, input->source, input->measured);
   return 0;
 }
 

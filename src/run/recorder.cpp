@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "core/job_class.hpp"
 #include "history/history.hpp"
 #include "history/pending.hpp"
 #include "history/record_json.hpp"
@@ -132,6 +133,7 @@ BuildRecord Recorder::build_record(const Totals& t) const {
   b.capacity = t.capacity;
   b.budget = t.budget;
   b.slots = t.slots;
+  b.cores = t.cores;
   b.peak_bytes = std::max(peak_used_, t.cgroup_peak);
   b.counters = t.counters;
   b.memory = downsample_profile(memory_, kSeriesPoints);
@@ -140,6 +142,7 @@ BuildRecord Recorder::build_record(const Totals& t) const {
     b.events.push_back(BuildEvent{e.t, e.kind, it == index_of_.end() ? -1 : it->second, e.reason});
   }
   b.jobs = jobs_;
+  b.kind = classify_build(b.jobs);
   return b;
 }
 

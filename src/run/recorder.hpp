@@ -61,6 +61,7 @@ class Recorder {
     int exit_status = 0;
     Bytes capacity = 0, budget = 0;
     int slots = 0;
+    int cores = 0;  // the machine's usable cores
     Bytes cgroup_peak = 0;  // the build cgroup's own peak, when it has one
     Counters counters;
     std::vector<GovEvent> events;
