@@ -22,7 +22,8 @@ assert_eq "$([ "$errors" -gt 0 ] && echo 1 || echo 0)" "$rc" "exit status with $
 json_get "$E2E_TMP/d.json" '[c["key"] for c in j["build_env"]["checks"]]' >"$E2E_TMP/keys"
 grep -Eq "torch_cuda|module_|flash_attn|'ninja'" "$E2E_TMP/keys" && fail "torch checks in a plain project: $(cat "$E2E_TMP/keys")"
 (cd "$E2E_TMP/cpp" && "$MEMGATE" doctor --build-env >"$E2E_TMP/d.txt") || true
-grep -q "flash-attn" "$E2E_TMP/d.txt" && fail "flash-attn in a plain project's text: $(cat "$E2E_TMP/d.txt")"
+grep -Eq "^flash-attn|FLASH_ATTN_CUDA_ARCHS|^targets" "$E2E_TMP/d.txt" &&
+  fail "flash-attn's sections in a plain project's text: $(cat "$E2E_TMP/d.txt")"
 grep -q "not a torch extension" "$E2E_TMP/d.txt" || fail "no note saying the torch checks were skipped"
 
 note "an extension's setup.py names torch: its checks run"

@@ -42,8 +42,9 @@ assert_eq 125 "$(status run --history "$E2E_TMP/nodir/h.db" -- touch ran2)" "a h
 
 note "126 and 127 as the shell gives them"
 printf 'not a program\n' >noexec && chmod 644 noexec
-sh -c ./noexec 2>/dev/null; shell_noexec=$?
-sh -c ./no-such-program 2>/dev/null; shell_missing=$?
+shell_noexec=0 shell_missing=0
+sh -c ./noexec 2>/dev/null || shell_noexec=$?
+sh -c ./no-such-program 2>/dev/null || shell_missing=$?
 assert_eq "$shell_noexec" "$(status run --history "$db" -- ./noexec)" "a command that is not executable"
 assert_eq "$shell_missing" "$(status run --history "$db" -- ./no-such-program)" "a command that is not there"
 assert_eq 127 "$(status run --history "$db" -- no-such-program-anywhere)" "a name not in PATH"
