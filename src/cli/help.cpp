@@ -19,7 +19,7 @@ constexpr size_t kWidth = 79;
 std::string hanging(const std::string& left, const std::string& text, size_t column) {
   std::string out = left;
   if (text.empty()) return out + "\n";
-  if (out.size() + 1 > column) out += "\n" + std::string(column, ' ');
+  if (!out.empty() && out.size() + 1 > column) out += "\n" + std::string(column, ' ');
   else out += std::string(column - out.size(), ' ');
   size_t line = column;
   size_t at = 0;
@@ -84,6 +84,9 @@ class Formatter : public CLI::Formatter {
   std::string make_option(const CLI::Option* opt, bool is_positional) const override {
     return hanging("  " + make_option_name(opt, is_positional) + make_option_opts(opt), make_option_desc(opt),
                    get_column_width());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return app->get_description().empty() ? "" : hanging("", app->get_description(), 0);
   }
   std::string make_subcommand(const CLI::App* sub) const override {
     return hanging("  " + sub->get_display_name(), sub->get_description(), get_column_width());

@@ -338,7 +338,8 @@ TEST(BuildEnvChecks, QuietAboutTorchForAProjectWithout) {
   EXPECT_TRUE(contains(note->what, "no setup.py, pyproject.toml, setup.cfg or requirements.txt in /projects/cpp")) << note->what;
   EXPECT_FALSE(has_error(checks));
   const std::string text = render_build_env_text(plain);
-  EXPECT_FALSE(contains(text, "flash-attn")) << text;
+  EXPECT_FALSE(contains(text, "FLASH_ATTN_CUDA_ARCHS")) << text;
+  EXPECT_FALSE(contains(text, "flash-attn 2.8")) << text;
   EXPECT_TRUE(contains(text, "no problems found for CUDA/ROCm builds")) << text;
   EXPECT_EQ(nlohmann::json::parse(build_env_json(plain).dump())["torch_project"], false);
 

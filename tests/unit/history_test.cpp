@@ -213,12 +213,6 @@ TEST_F(HistoryTest, ListsNewestFirstAndFiltersLastBuild) {
   EXPECT_EQ(h->last_build_id({std::nullopt, "ninja", true}), std::nullopt) << "a2 gated no job";
   EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt, true}), a3);
   EXPECT_LT(a1, b1);
-  // A failed or interrupted build is no progress reference.
-  BuildRecord failed = sample_build("/src/a", "make -j", 3);
-  failed.exit_status = 130;
-  const auto a4 = *h->save_build(failed);
-  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true}), a4);
-  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true, true}), a3) << "the Ctrl-C'd build a4 is skipped";
 
   auto list = h->list_builds(3);
   ASSERT_EQ(list.size(), 3u);
@@ -771,4 +765,16 @@ TEST_F(HistoryTest, BuildKindsAreRecordedAndLastTakesTheBuildThatCompiled) {
                         "taken by default; --build {} takes it)",
                         full, relink_id, relink_id));
   EXPECT_EQ(load_build_ref(*h, std::to_string(conf_id), "/src/a", path_)->build.kind, "configure");
+}
+
+// A failed or interrupted build is no progress reference.
+TEST_F(HistoryTest, SucceededSkipsFailedAndInterruptedBuilds) {
+  auto h = open();
+  ASSERT_TRUE(h);
+  const auto ok = *h->save_build(sample_build("/src/a", "make -j", 4));
+  BuildRecord failed = sample_build("/src/a", "make -j", 3);
+  failed.exit_status = 130;
+  const auto interrupted = *h->save_build(failed);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true}), interrupted);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true, true}), ok) << "the Ctrl-C'd build is skipped";
 }
