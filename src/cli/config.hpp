@@ -69,10 +69,11 @@ std::vector<doctor::Setting> setting_origins(const MachineConfig& config, const 
 
 // What `memgate --help` says about the file (README says the same).
 inline constexpr const char* kConfigHelp =
-    "Defaults per machine: $XDG_CONFIG_HOME/memgate/config (else ~/.config/memgate/config),\n"
-    "'key = value' lines, '#' comments. Keys: memory, reserve, jobs (memgate run's\n"
-    "--memory, --reserve, --jobs) and history (every --history). A flag beats the\n"
-    "environment (MEMGATE_HISTORY), which beats the file, which beats the default.";
+    "Defaults per machine: $XDG_CONFIG_HOME/memgate/config (else\n"
+    "~/.config/memgate/config), 'key = value' lines, '#' comments. Keys: memory,\n"
+    "reserve, jobs (memgate run's --memory, --reserve, --jobs) and history (every\n"
+    "--history). A flag beats the environment (MEMGATE_HISTORY), which beats the\n"
+    "file, which beats the default.";
 
 // What to hand History::resolve_path for a --history flag: the flag if
 // given, else "" when MEMGATE_HISTORY is set (it wins over the file), else
