@@ -192,7 +192,7 @@ void add_plan_command(CLI::App& app, int* status) {
       ->check(CLI::IsMember({"longest-first", "packing"}));
   describe_command(cmd, "",
                    {"memgate plan", "memgate plan --cores 128 --capacity 432G",
-                    "MAX_JOBS=$(memgate plan --recommend) pip install --no-build-isolation flash-attn",
+                    "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn",
                     "memgate plan --ninja-log build/.ninja_log"});
   cmd->callback([status, args] {
     args->history = history_flag_or_config(args->history);
