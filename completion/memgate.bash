@@ -33,7 +33,16 @@ _memgate() {
       mapfile -t COMPREPLY < <(compgen -W "longest-first packing" -- "$cur"); return ;;
     --jobserver)
       mapfile -t COMPREPLY < <(compgen -W "auto always off" -- "$cur"); return ;;
-    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--build|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after|--forget|--prune-older-than)
+    --build|--forget)
+      # "last" and the ids of recent builds, from the history the line names.
+      local hist=() ids
+      for ((i = 1; i < COMP_CWORD; i++)); do
+        [ "${COMP_WORDS[i]}" = --history ] && hist=(--history "${COMP_WORDS[i+1]}")
+      done
+      ids=$("${COMP_WORDS[0]}" history --json --limit 20 "${hist[@]}" 2>/dev/null |
+        sed -n 's/^      "id": \([0-9][0-9]*\),\{0,1\}$/\1/p')
+      mapfile -t COMPREPLY < <(compgen -W "$([ "$prev" = --build ] && echo last) $ids" -- "$cur"); return ;;
+    --memory|--reserve|--capacity|--jobs|-j|--cores|--jobs-range|--limit|--nvcc-threads|--gpu-targets|--orders|--seed|--offload-jobs|--decline-after|--prune-older-than)
       return ;;
   esac
   local opts

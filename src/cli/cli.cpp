@@ -66,16 +66,22 @@ int cli_main(int argc, char** argv) {
     return 2;
   }
   // Per-machine defaults, for the subcommands that take them; a broken
-  // file is a usage error (exit 2), as a broken flag is. Help never reads
+  // file is a usage error (exit 2), as a broken flag is, except for doctor
+  // (which reports it) and history (which warns). Help never reads
   // it: `--help` is how one finds out what the file may say.
   const bool help = std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
   if (!args.empty() && args[0] != "wrap" && args[0][0] != '-' && !help) {
     auto config = load_config(config_path());
-    if (!config) {
+    if (!config && (args[0] == "doctor" || args[0] == "history")) {
+      // What one runs to find out what is wrong must not stop at it.
+      if (args[0] == "history") log::warn("the config file was ignored: {}", config.error());
+      set_machine_config_error(config.error());
+    } else if (!config) {
       log::error("{}", config.error());
       return 2;
+    } else {
+      set_machine_config(std::move(*config));
     }
-    set_machine_config(std::move(*config));
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
 

@@ -6,12 +6,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/cli.hpp"
 #include "cli/config.hpp"
 #include "cli/help.hpp"
 #include "doctor/doctor.hpp"
 #include "history/history.hpp"
+#include "platform/cpu.hpp"
 #include "plan/jobs_csv.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
@@ -19,6 +21,11 @@
 namespace memgate {
 
 namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
 
 struct DoctorArgs {
   bool json = false;
@@ -36,9 +43,17 @@ void print(const std::string& s) {
 // history (opened only if it exists, never created, waited for 1 s at
 // most) and the flash-attn measurements shipped in the binary.
 doctor::GatherOptions gather_options(const DoctorArgs& args, const MachineConfig& config) {
-  doctor::GatherOptions o{args.build_env || !args.python.empty(), args.python, config.reserve, config.memory, {}, {}};
+  doctor::GatherOptions o;
+  o.build_env = args.build_env || !args.python.empty();
+  o.python = args.python;
+  o.reserve = config.reserve;
+  o.memory = config.memory;
+  o.settings = setting_origins(config, env_or_empty("MEMGATE_HISTORY"), History::default_path(),
+                               platform::detect_cores());
+  o.config_file = config.file.empty() ? config_path() : config.file;
+  o.config_error = machine_config_error();
   o.history_jobs = [] {
-    const std::string path = History::resolve_path("");
+    const std::string path = History::resolve_path(history_flag_or_config(""));
     if (!path_exists(path)) return std::vector<JobRecord>{};
     auto h = History::open(path, 1000);
     return h ? (*h)->jobs_for_prediction(50) : std::vector<JobRecord>{};
@@ -54,7 +69,10 @@ int run_doctor(const DoctorArgs& args) {
   doctor::Findings f = doctor::gather(gather_options(args, config));
   if (!args.kill_stale) {
     print(args.json ? doctor::render_json(f) : doctor::render_text(f));
-    return 0;
+    // An `error` finding stops a build: a script's `doctor --build-env &&
+    // pip install ...` must stop too.
+    const bool env_error = f.build_env && doctor::has_error(doctor::check_build_env(*f.build_env));
+    return f.config_error.empty() && !env_error ? 0 : 1;
   }
   // Only the pids listed here are touched, each checked by start time.
   if (!args.json) print(doctor::render_stale(f.stale));
@@ -71,7 +89,7 @@ int run_doctor(const DoctorArgs& args) {
   }
   if (!all_ended) log::error("some stale processes could not be ended (see above)");
   if (!cgroups_ok) log::error("some cgroups left by a dead memgate could not be removed (see above)");
-  return all_ended && cgroups_ok ? 0 : 1;
+  return all_ended && cgroups_ok && f.config_error.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -145,8 +145,8 @@ int run_plan(const PlanArgs& a) {
     std::cout << 1 << "\n";
     return kNothingSafe;
   }
-  if (a.json) std::cout << plan::to_json(result, input->source).dump(2) << "\n";
-  else std::cout << plan::render_table(result, input->source);
+  if (a.json) std::cout << plan::to_json(result, input->source, input->measured).dump(2) << "\n";
+  else std::cout << plan::render_table(result, input->source, input->measured);
   return 0;
 }
 
@@ -192,7 +192,7 @@ void add_plan_command(CLI::App& app, int* status) {
       ->check(CLI::IsMember({"longest-first", "packing"}));
   describe_command(cmd, "",
                    {"memgate plan", "memgate plan --cores 128 --capacity 432G",
-                    "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn --no-build-isolation",
+                    "MAX_JOBS=$(memgate plan --recommend) pip install flash-attn",
                     "memgate plan --ninja-log build/.ninja_log"});
   cmd->callback([status, args] {
     args->history = history_flag_or_config(args->history);

@@ -6,6 +6,7 @@
 #include "core/capacity.hpp"
 #include "engine/engine.hpp"
 #include "run/runner.hpp"
+#include "util/atomic_file.hpp"
 #include "util/log.hpp"
 #include "util/size.hpp"
 
@@ -109,8 +110,18 @@ void add_run_command(CLI::App& app, int* status) {
     if (opt->command.empty()) opt->command = cmd->remaining();
     if (opt->command.empty()) {
       log::error("no build command given (usage: memgate run [OPTIONS] -- CMD [ARG...])");
-      *status = 125;
+      *status = 2;
       return;
+    }
+    // Every file the build's end writes, checked before it starts: a typo
+    // found after an hour's build loses the report it was run for.
+    for (const std::string* path : {&opt->report_html, &opt->trace_json, &opt->summary_json}) {
+      if (path->empty()) continue;
+      if (auto st = check_writable_output(*path); !st) {
+        log::error("{} (nothing was run)", st.error());
+        *status = 2;
+        return;
+      }
     }
     *status = run_build(*opt);
   });

@@ -25,6 +25,7 @@ namespace memgate {
 namespace {
 
 MachineConfig g_config;
+std::string g_config_error;
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -113,6 +114,7 @@ Result<MachineConfig> parse_config(std::string_view text, const std::string& fil
     }
     if (set_on[k]) return fail(fmt::format("{} is set twice (first on line {})", key, set_on[k]));
     set_on[k] = line_no;
+    c.line_of[key] = line_no;
     if (value.empty()) return fail(fmt::format("{} has no value", key));
     if (std::string why = assign(c, key, value); !why.empty()) return fail(fmt::format("{}: {}", key, why));
   }
@@ -150,6 +152,25 @@ Result<MachineConfig> load_config(const std::string& path) {
 const MachineConfig& machine_config() { return g_config; }
 
 void set_machine_config(MachineConfig config) { g_config = std::move(config); }
+
+const std::string& machine_config_error() { return g_config_error; }
+void set_machine_config_error(std::string error) { g_config_error = std::move(error); }
+
+std::vector<doctor::Setting> setting_origins(const MachineConfig& config, const std::string& env_history,
+                                             const std::string& default_history, int cores) {
+  auto from_config = [&](const char* key) { return fmt::format("config {}:{}", config.file, config.line_of.at(key)); };
+  std::vector<doctor::Setting> out;
+  out.push_back(config.reserve ? doctor::Setting{"reserve", *config.reserve, from_config("reserve")}
+                               : doctor::Setting{"reserve", "", "default (the rule above)"});
+  out.push_back(config.memory ? doctor::Setting{"memory", *config.memory, from_config("memory")}
+                              : doctor::Setting{"memory", "", "default (capacity - reserve)"});
+  out.push_back(config.jobs ? doctor::Setting{"jobs", std::to_string(*config.jobs), from_config("jobs")}
+                            : doctor::Setting{"jobs", std::to_string(cores), "default (the usable cores)"});
+  if (!env_history.empty()) out.push_back({"history", env_history, "environment (MEMGATE_HISTORY)"});
+  else if (config.history) out.push_back({"history", *config.history, from_config("history")});
+  else out.push_back({"history", default_history, "default"});
+  return out;
+}
 
 std::string history_flag_or_config(const std::string& flag) {
   if (!flag.empty()) return flag;

@@ -11,10 +11,13 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "doctor/doctor.hpp"
 #include "util/result.hpp"
 
 namespace memgate {
@@ -31,6 +34,7 @@ struct MachineConfig {
   std::optional<std::string> reserve;  // a SIZE, as --reserve takes it
   std::optional<int> jobs;             // 1..kMaxJobs
   std::optional<std::string> history;  // absolute (a leading ~/ is the home directory)
+  std::map<std::string, int> line_of;  // the line each key set was set on
 };
 
 // $XDG_CONFIG_HOME/memgate/config (if absolute), else $HOME's (or the
@@ -52,12 +56,24 @@ Result<MachineConfig> load_config(const std::string& path);
 const MachineConfig& machine_config();
 void set_machine_config(MachineConfig config);
 
+// Why the config file was ignored ("" when it was read or is absent):
+// doctor and history run on without it and say so; run and plan refuse.
+const std::string& machine_config_error();
+void set_machine_config_error(std::string error);
+
+// Pure: where each of run's settings (reserve, memory, jobs, history) comes
+// from with `config` and MEMGATE_HISTORY = `env_history`; `default_history`
+// is the default database path, `cores` the usable cores.
+std::vector<doctor::Setting> setting_origins(const MachineConfig& config, const std::string& env_history,
+                                             const std::string& default_history, int cores);
+
 // What `memgate --help` says about the file (README says the same).
 inline constexpr const char* kConfigHelp =
-    "Defaults per machine: $XDG_CONFIG_HOME/memgate/config (else ~/.config/memgate/config),\n"
-    "'key = value' lines, '#' comments. Keys: memory, reserve, jobs (memgate run's\n"
-    "--memory, --reserve, --jobs) and history (every --history). A flag beats the\n"
-    "environment (MEMGATE_HISTORY), which beats the file, which beats the default.";
+    "Defaults per machine: $XDG_CONFIG_HOME/memgate/config (else\n"
+    "~/.config/memgate/config), 'key = value' lines, '#' comments. Keys: memory,\n"
+    "reserve, jobs (memgate run's --memory, --reserve, --jobs) and history (every\n"
+    "--history). A flag beats the environment (MEMGATE_HISTORY), which beats the\n"
+    "file, which beats the default.";
 
 // What to hand History::resolve_path for a --history flag: the flag if
 // given, else "" when MEMGATE_HISTORY is set (it wins over the file), else

@@ -13,6 +13,39 @@ namespace {
 
 constexpr size_t kWidth = 79;
 
+// `left` padded to `column`, then `text` word-wrapped so no line passes
+// kWidth, continuation lines indented to `column` (a `left` as wide as the
+// column puts the text on the next line).
+std::string hanging(const std::string& left, const std::string& text, size_t column) {
+  std::string out = left;
+  if (text.empty()) return out + "\n";
+  if (!out.empty() && out.size() + 1 > column) out += "\n" + std::string(column, ' ');
+  else out += std::string(column - out.size(), ' ');
+  size_t line = column;
+  size_t at = 0;
+  bool first = true;
+  while (at < text.size()) {
+    if (text[at] == '\n') {
+      out += "\n" + std::string(column, ' ');
+      line = column, first = true, ++at;
+      continue;
+    }
+    size_t end = text.find_first_of(" \n", at);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);
+    if (!first && line + 1 + word.size() > kWidth) {
+      out += "\n" + std::string(column, ' ');
+      line = column, first = true;
+    }
+    if (!first) out += ' ', ++line;
+    out += word;
+    line += word.size();
+    first = false;
+    at = end < text.size() && text[end] == ' ' ? end + 1 : end;
+  }
+  return out + "\n";
+}
+
 // "Usage: memgate <cmd> [OPTIONS] <tail>" for a subcommand; the synopsis
 // for the top level.
 class Formatter : public CLI::Formatter {
@@ -38,12 +71,25 @@ class Formatter : public CLI::Formatter {
     if (!tail_.empty()) out += " " + tail_;
     return out + "\n";
   }
-  // CLI11 appends "Excludes: --a --b ..." to an option's metavar; the
-  // option's own help says what it cannot be combined with, in words.
+  // The metavar alone: CLI11 appends its validators (":SIZE", ":INT in
+  // [1 - 65536]"), defaults and "Excludes: ..."; each option's own help
+  // says its range, default and what it cannot be combined with, in words.
   std::string make_option_opts(const CLI::Option* opt) const override {
-    std::string out = CLI::Formatter::make_option_opts(opt);
-    if (auto at = out.find(" Excludes:"); at != std::string::npos) out.erase(at);
-    return out;
+    if (opt->get_expected_max() == 0) return "";
+    const std::string& type = opt->get_type_name();
+    const std::string name = type.substr(0, type.find(':'));
+    return name.empty() ? "" : " " + name;
+  }
+  // Help lines wrapped at kWidth, not left as long as the text.
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    return hanging("  " + make_option_name(opt, is_positional) + make_option_opts(opt), make_option_desc(opt),
+                   get_column_width());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return app->get_description().empty() ? "" : hanging("", app->get_description(), 0);
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return hanging("  " + sub->get_display_name(), sub->get_description(), get_column_width());
   }
 
  private:

@@ -80,8 +80,9 @@ enum class Counter {
   retried,            // reruns of any kind
   overshoot,          // jobs that used more than 110% of their prediction
   wait_memory_ms,     // summed time jobs spent waiting for memory
-  memory_bound_ms,    // build time during which some job waited for memory only
-  cpu_bound_ms,       // build time during which jobs waited for CPU slots only
+  memory_bound_ms,    // build time during which some job waited for memory and a core was free
+  cpu_bound_ms,       // build time during which jobs waited and every core was busy
+  slots_bound_ms,     // build time during which jobs waited for a slot (--jobs) with a core free
   frozen_ms,          // summed time jobs spent frozen
   wrapper_connections,  // connections the socket accepted
   refused_uid,        // connections refused: another user
@@ -250,6 +251,11 @@ struct BuildRecord {
   Bytes capacity = 0;
   Bytes budget = 0;
   int slots = 0;             // --jobs: CPU slots
+  int cores = 0;             // the usable cores of the machine it ran on; 0 = not recorded
+  // What the build was, from its jobs (classify_build): "build" (it
+  // compiled), "configure" (only probes), "relink" (links, no compile),
+  // "empty" (no gated job); "" for a build recorded before kinds were.
+  std::string kind;
   Bytes peak_bytes = 0;      // peak memory of the whole build
   Counters counters;
   std::vector<MemSample> memory;   // build memory over time (t since build start)

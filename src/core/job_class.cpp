@@ -148,4 +148,20 @@ std::string klass_family(std::string_view klass) { return parse_job_class(klass)
 
 bool is_probe_klass(std::string_view klass) { return parse_job_class(klass).is_probe(); }
 
+std::string classify_build(const std::vector<JobRecord>& jobs) {
+  if (jobs.empty()) return "empty";
+  bool all_probes = true, compiled = false, linked = false;
+  for (const JobRecord& j : jobs) {
+    const JobClass c = parse_job_class(j.key.klass);
+    all_probes = all_probes && c.is_probe();
+    compiled = compiled || c.is_compile();
+    linked = linked || c.is_link();
+  }
+  if (all_probes) return "configure";
+  if (!compiled && linked) return "relink";
+  return "build";
+}
+
+bool is_full_build_kind(std::string_view kind) { return kind.empty() || kind == "build"; }
+
 }  // namespace memgate

@@ -84,6 +84,13 @@ JobKey make_job_key(const JobIdentity& id, std::string stem, int cpu_weight = 1)
 // names an engine keeps it.
 JobKey with_engine(JobKey key, std::string_view engine);
 
+// What a build with these jobs was: "empty" (none), "configure" (only
+// probes: a CMake or autoconf step), "relink" (links and no compile), else
+// "build". Only a "build" (or an older record without a kind) is what
+// plan, report and the progress total take by default.
+std::string classify_build(const std::vector<JobRecord>& jobs);
+bool is_full_build_kind(std::string_view kind);
+
 // Shorthands over parse_job_class, for the predictor's tables.
 std::string klass_family(std::string_view klass);
 bool is_probe_klass(std::string_view klass);

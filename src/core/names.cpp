@@ -89,6 +89,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 34> kCounters{{
     {Counter::wait_memory_ms, "wait_memory_ms"},
     {Counter::memory_bound_ms, "memory_bound_ms"},
     {Counter::cpu_bound_ms, "cpu_bound_ms"},
+    {Counter::slots_bound_ms, "slots_bound_ms"},
     {Counter::frozen_ms, "frozen_ms"},
     {Counter::wrapper_connections, "wrapper_connections"},
     {Counter::refused_uid, "refused_uid"},

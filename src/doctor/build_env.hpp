@@ -111,6 +111,12 @@ struct BuildEnv {
   std::vector<JobRecord> history_nvcc;
   // The flash-attn measurements, for the expected peak otherwise.
   MeasuredPeaks measured_peaks;
+  // Whether the project is a torch extension: --python was given, or a
+  // setup.py, pyproject.toml, setup.cfg or requirements.txt of the project
+  // directory names torch (torch_why says which). Without one, the torch,
+  // Python module, ninja, MAX_JOBS and flash-attn checks stay quiet.
+  bool torch_project = true;
+  std::string torch_why;
 };
 
 // What a flash-attn build with these settings would do here.
@@ -150,6 +156,7 @@ struct BuildEnvSources {
   std::map<std::string, std::string> env;
   std::function<std::optional<std::string>(const std::vector<std::string>&)> run;
   std::string python;         // --python; "" = $PYTHON, else python3 in PATH
+  std::string project_dir;    // where the build runs; "" = take it as a torch extension
   // The jobs memgate's history would predict from (unset: none); the
   // reader keeps the nvcc compiles.
   std::function<std::vector<JobRecord>()> history_jobs;
@@ -165,6 +172,9 @@ BuildEnv read_build_env(const BuildEnvSources& src);
 // 10 s bound, online CPUs. The caller fills history_jobs, measured_peaks,
 // slots, available and budget.
 BuildEnvSources real_sources(const std::string& python);
+
+// An `error` finding: what `doctor --build-env` exits 1 for.
+bool has_error(const std::vector<Check>& checks);
 
 // `memgate doctor --build-env` text, and the `build_env` JSON object.
 std::string render_build_env_text(const BuildEnv& e);

@@ -206,11 +206,23 @@ std::vector<Check> check_build_env(const BuildEnv& e) {
   std::vector<Check> out;
   check_cuda(e, out);
   check_host_compiler(e, out);
+  if (!e.torch_project) {
+    out.push_back({"torch", "note", fmt::format("not a torch extension: {}; torch, Python module, ninja and "
+                                                "flash-attn checks skipped", e.torch_why),
+                   "run it in the extension's source directory, or give --python"});
+    return out;
+  }
   check_python(e, out);
   check_torch_cuda(e, out);
   check_ninja_and_jobs(e, out);
   check_flash_attn(e, out);
   return out;
+}
+
+bool has_error(const std::vector<Check>& checks) {
+  for (const Check& c : checks)
+    if (c.level == "error") return true;
+  return false;
 }
 
 }  // namespace memgate::doctor

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <fmt/core.h>
+
 #include "core/job_class.hpp"
 #include "doctor/build_env.hpp"
 #include "doctor/command.hpp"
@@ -175,6 +177,26 @@ void read_python(const Reader& r, const BuildEnvSources& src, BuildEnv& e) {
   }
 }
 
+// Is the project in src.project_dir a torch extension? An explicit
+// --python says it is; else the first packaging file that names torch.
+void read_project(const Reader& r, const BuildEnvSources& src, BuildEnv& e) {
+  if (src.project_dir.empty()) return;
+  if (!src.python.empty()) {
+    e.torch_why = "--python was given";
+    return;
+  }
+  for (const char* name : {"setup.py", "pyproject.toml", "setup.cfg", "requirements.txt"}) {
+    auto text = r.read(join_path(src.project_dir, name));
+    if (text && text->find("torch") != std::string::npos) {
+      e.torch_why = fmt::format("{} names torch", join_path(src.project_dir, name));
+      return;
+    }
+  }
+  e.torch_project = false;
+  e.torch_why = fmt::format("no setup.py, pyproject.toml, setup.cfg or requirements.txt in {} names torch",
+                            src.project_dir);
+}
+
 void read_history(const BuildEnvSources& src, BuildEnv& e) {
   if (!src.history_jobs) return;
   for (JobRecord& j : src.history_jobs()) {
@@ -194,6 +216,7 @@ BuildEnv read_build_env(const BuildEnvSources& src) {
   read_cuda(r, e);
   read_rocm(r, e);
   read_python(r, src, e);
+  read_project(r, src, e);
   e.ninja_path = r.which("ninja");
   e.cpus = src.cpus;
   e.slots = src.slots;
@@ -217,6 +240,7 @@ BuildEnvSources real_sources(const std::string& python) {
     return out->output;
   };
   s.python = python;
+  s.project_dir = current_dir();
   long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   s.cpus = cpus > 0 ? static_cast<int>(cpus) : 1;
   return s;

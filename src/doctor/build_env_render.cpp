@@ -97,8 +97,8 @@ std::string render_build_env_text(const BuildEnv& e) {
   std::string out;
   render_found(e, out);
   auto plan = plan_flash_attn(e);
-  render_targets(e, plan, out);
-  if (plan) render_flash(e, *plan, out);
+  if (e.torch_project) render_targets(e, plan, out);
+  if (plan && e.torch_project) render_flash(e, *plan, out);
   out += "\nchecks\n";
   int problems = 0;
   for (const Check& c : check_build_env(e)) {
@@ -106,9 +106,10 @@ std::string render_build_env_text(const BuildEnv& e) {
     if (!c.fix.empty() && c.level != "ok") out += fmt::format("        fix: {}\n", c.fix);
     problems += c.level == "error" || c.level == "warn";
   }
-  out += problems == 0 ? "\nno problems found for torch extension builds\n"
-                       : fmt::format("\n{} problem{} for torch extension builds (see fix: above)\n", problems,
-                                     problems == 1 ? "" : "s");
+  const char* what = e.torch_project ? "torch extension builds" : "CUDA/ROCm builds";
+  out += problems == 0 ? fmt::format("\nno problems found for {}\n", what)
+                       : fmt::format("\n{} problem{} for {} (see fix: above)\n", problems, problems == 1 ? "" : "s",
+                                     what);
   return out;
 }
 
@@ -166,6 +167,8 @@ nlohmann::json build_env_json(const BuildEnv& e) {
   for (const Check& c : check_build_env(e))
     checks.push_back({{"key", c.key}, {"level", c.level}, {"what", c.what}, {"fix", c.fix}});
   j["checks"] = checks;
+  j["torch_project"] = e.torch_project;
+  j["torch_project_why"] = e.torch_why;
   return j;
 }
 

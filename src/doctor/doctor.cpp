@@ -97,6 +97,16 @@ void render_kernel(const Findings& f, std::string& out) {
   }
 }
 
+void render_settings(const Findings& f, std::string& out) {
+  out += "settings (memgate run's defaults here)\n";
+  for (const auto& s : f.settings)
+    out += fmt::format("  {:<16} {:<24} {}\n", s.key, s.value.empty() ? "-" : printable(s.value), printable(s.source));
+  if (!f.config_error.empty())
+    out += fmt::format("  config file      IGNORED: {}\n", printable(f.config_error));
+  else if (!f.config_file.empty())
+    out += fmt::format("  config file      {}\n", printable(f.config_file));
+}
+
 }  // namespace
 
 Findings gather(const GatherOptions& options) {
@@ -113,6 +123,9 @@ Findings gather(const GatherOptions& options) {
   f.capacity = compute_capacity(physical, limit);
   if (auto b = compute_budget(f.capacity, options.reserve, options.memory)) f.budget = *b;
   if (f.cgroups.version != platform::CgroupVersion::none) f.cgroup_usage = platform::Cgroup::self(f.cgroups).usage();
+  f.settings = options.settings;
+  f.config_file = options.config_file;
+  f.config_error = options.config_error;
   probe_cgroups(f);
   f.psi = platform::read_psi();
   f.stale = detect_stale();
@@ -189,6 +202,10 @@ std::string render_text(const Findings& f) {
   out += "\n";
   render_kernel(f, out);
   out += "\n";
+  if (!f.settings.empty() || !f.config_error.empty()) {
+    render_settings(f, out);
+    out += "\n";
+  }
   out += render_stale(f.stale);
   out += render_stale_cgroups(f.stale_cgroups);
   if (page_cache_note(f.meminfo)) {
@@ -196,6 +213,7 @@ std::string render_text(const Findings& f) {
            "      reclaims on demand. There is no need to drop caches.\n";
   }
   out += "\n" + verdict(f) + "\n";
+  if (!f.config_error.empty()) out += "error: the config file was ignored: " + printable(f.config_error) + "\n";
   if (f.build_env) out += "\n" + render_build_env_text(*f.build_env);
   return out;
 }
@@ -216,6 +234,11 @@ std::string render_json(const Findings& f, const std::vector<KillOutcome>* kille
   j["swap_free_bytes"] = json_opt(f.meminfo.swap_free);
   j["cgroup_usage_bytes"] = json_opt(f.cgroup_usage);
   j["cores"] = f.cores;
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& s : f.settings) settings[s.key] = {{"value", s.value}, {"source", s.source}};
+  j["settings"] = settings;
+  j["config_file"] = f.config_file;
+  j["config_error"] = f.config_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.config_error);
   j["cgroup_version"] = platform::to_string(f.cgroups.version);
   j["can_confine"] = f.can_confine;
   if (!f.can_confine) j["confine_error"] = f.confine_error;

@@ -17,6 +17,13 @@
 
 namespace memgate::doctor {
 
+// One of `memgate run`'s settings here and where it came from: "flag",
+// "environment (NAME)", "config FILE:LINE" or "default". `value` is ""
+// for a default that the capacity section shows (reserve, memory).
+struct Setting {
+  std::string key, value, source;
+};
+
 struct Findings {
   int cores = 1;  // usable: affinity lowered by any CPU quota
   int affinity_cores = 1;
@@ -34,6 +41,9 @@ struct Findings {
   std::vector<StaleProcess> stale;
   std::vector<platform::StaleCgroup> stale_cgroups;  // left by a memgate that died
   std::optional<BuildEnv> build_env;  // with --build-env
+  std::vector<Setting> settings;      // given by the caller (GatherOptions)
+  std::string config_file;            // the config file looked for ("" if no home is known)
+  std::string config_error;           // why it was ignored; "" when it was read (or absent)
 };
 
 struct GatherOptions {
@@ -46,6 +56,10 @@ struct GatherOptions {
   // the shipped measurements, given by the caller.
   std::function<std::vector<JobRecord>()> history_jobs;
   MeasuredPeaks measured_peaks;
+  // Copied into the Findings: where each setting came from, and the config
+  // file with the error that made it be ignored (doctor still runs).
+  std::vector<Setting> settings;
+  std::string config_file, config_error;
 };
 
 // Reads the real machine. The confinement probe mkdirs and rmdirs one

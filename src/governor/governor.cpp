@@ -41,7 +41,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::waited_for_memory, Counter::ran_alone, Counter::frozen, Counter::thawed,
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
-                    Counter::frozen_ms, Counter::requeued_cpu_ms, Counter::released_mib_s})
+                    Counter::slots_bound_ms, Counter::frozen_ms, Counter::requeued_cpu_ms, Counter::released_mib_s})
     counters_[c] = 0;
   if (!cfg_.offload.engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;
@@ -213,8 +213,14 @@ void Governor::event(double now, EventKind kind, JobId job, std::string reason) 
 void Governor::account_time(double now) {
   if (last_t_ >= 0 && now > last_t_) {
     double dt_ms = (now - last_t_) * 1000.0;
-    if (any_memory_blocked_) count(Counter::memory_bound_ms, std::llround(dt_ms));
-    else if (any_cpu_blocked_) count(Counter::cpu_bound_ms, std::llround(dt_ms));
+    // What held a waiting job back: every core busy (more RAM would not
+    // have started it sooner, whatever it waited for), else memory, else a
+    // --jobs below the cores.
+    const int cores = cfg_.cores > 0 ? cfg_.cores : cfg_.slots;
+    const bool waiting = any_memory_blocked_ || any_cpu_blocked_;
+    if (waiting && busy_slots() >= cores) count(Counter::cpu_bound_ms, std::llround(dt_ms));
+    else if (any_memory_blocked_) count(Counter::memory_bound_ms, std::llround(dt_ms));
+    else if (any_cpu_blocked_) count(Counter::slots_bound_ms, std::llround(dt_ms));
     std::int64_t frozen = 0;
     for (const auto& [id, j] : active_)
       if (j->state == JobState::frozen) ++frozen;

@@ -70,6 +70,7 @@ struct GovernorConfig {
   Bytes budget = 0;       // what the build may use (capacity - reserve, or --memory)
   Bytes hard_limit = 0;   // capacity - reserve: the confinement limit (>= budget)
   int slots = 1;          // CPU slots (--jobs)
+  int cores = 0;          // the machine's usable cores, for what held the build back (0: slots)
   int max_attempts = 4;   // first run + 3 reruns, then the real failure is reported
   // A job at the head of the queue that has waited this long for memory
   // makes later jobs leave room for it, so big jobs are not starved by a

@@ -56,6 +56,8 @@ class History {
     std::optional<std::string> cwd;
     std::optional<std::string> command;
     bool with_jobs = false;  // at least one gated job
+    bool succeeded = false;  // exit status 0: ran to the end
+    bool full_only = false;  // a "build", not a configure step, relink or empty one (classify_build)
   };
   virtual std::optional<std::int64_t> last_build_id(const BuildQuery& query) = 0;
   // Jobs of recent builds, oldest first, for seeding the predictor. Only

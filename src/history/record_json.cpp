@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/job_class.hpp"
+
 namespace memgate {
 
 namespace {
@@ -53,6 +55,8 @@ std::string build_record_json(const BuildRecord& b) {
   build["end_unix"] = b.end_unix;
   build["capacity_bytes"] = b.capacity;
   build["slots"] = b.slots;
+  build["cores"] = b.cores;
+  build["kind"] = b.kind.empty() ? classify_build(b.jobs) : b.kind;
   build["counters"] = by_name(b.counters);
   std::vector<const JobRecord*> jobs;
   for (const auto& j : b.jobs) jobs.push_back(&j);

@@ -99,6 +99,15 @@ constexpr std::string_view kV4 = R"sql(
 ALTER TABLE imported ADD COLUMN envelope TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v5: what each build was (core/job_class.hpp's classify_build: build,
+// configure, relink, empty; '' for older rows, read as a build) and the
+// usable cores of the machine it ran on (0: not recorded), which plan
+// reads a build against whatever --jobs it had.
+constexpr std::string_view kV5 = R"sql(
+ALTER TABLE builds ADD COLUMN kind  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE builds ADD COLUMN cores INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // Negative versions are refused here: memgate never writes one, and the
 // migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
@@ -112,7 +121,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1, kV2, kV3, kV4};
+  static const std::vector<std::string_view> list = {kV1, kV2, kV3, kV4, kV5};
   return list;
 }
 

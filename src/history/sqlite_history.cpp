@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "core/job_class.hpp"
 #include "history/codec.hpp"
 #include "predict/envelope.hpp"
 #include "util/log.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 constexpr std::string_view kInsertBuild =
     "INSERT INTO builds (cwd, command, start_unix, end_unix, exit_status, capacity_bytes, budget_bytes, slots, "
-    "peak_bytes, job_count, wait_s, counters, memory, events) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "peak_bytes, job_count, wait_s, counters, memory, events, kind, cores) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 constexpr std::string_view kInsertJob =
     "INSERT INTO jobs (build_id, seq, identity, tool, klass, stem, cpu_weight, argv_digest, cwd, submit_s, start_s, "
@@ -42,7 +43,7 @@ constexpr std::string_view kSelectRecentJobs =
 
 constexpr std::string_view kSelectBuild =
     "SELECT id, cwd, command, start_unix, end_unix, exit_status, capacity_bytes, budget_bytes, slots, peak_bytes, "
-    "counters, memory, events FROM builds WHERE id = ?";
+    "counters, memory, events, kind, cores FROM builds WHERE id = ?";
 
 constexpr std::string_view kSelectSummaries =
     "SELECT id, cwd, command, start_unix, end_unix, exit_status, peak_bytes, budget_bytes, job_count, wait_s "
@@ -133,6 +134,7 @@ Result<std::int64_t> SqliteHistory::save_build(const BuildRecord& b) {
   st->bind(10, sum.job_count).bind(11, sum.wait_s);
   st->bind(12, codec::encode_counters(b.counters)).bind(13, codec::encode_series(b.memory));
   st->bind(14, codec::encode_events(b.events));
+  st->bind(15, b.kind.empty() ? classify_build(b.jobs) : b.kind).bind(16, b.cores);
   if (auto s = st->run(); !s) return fail(s.error());
   const std::int64_t id = db_.last_insert_rowid();
   if (auto s = insert_jobs(id, b.jobs); !s) return fail(s.error());
@@ -207,6 +209,8 @@ std::optional<BuildRecord> SqliteHistory::load_build(std::int64_t id) {
   b.counters = codec::decode_counters(st->text(10));
   b.memory = codec::decode_series(st->text(11));
   b.events = codec::decode_events(st->text(12));
+  b.kind = st->text(13);
+  b.cores = static_cast<int>(st->int64(14));
   b.jobs = query_jobs(kSelectBuildJobs, id);
   return b;
 }
@@ -218,6 +222,8 @@ std::optional<std::int64_t> SqliteHistory::last_build_id(const BuildQuery& q) {
   if (cwd) sql += " AND cwd = ?1";
   if (command) sql += " AND command = ?2";
   if (q.with_jobs) sql += " AND job_count > 0";
+  if (q.succeeded) sql += " AND exit_status = 0";
+  if (q.full_only) sql += " AND kind IN ('', 'build')";
   sql += " ORDER BY id DESC LIMIT 1";
   auto st = db_.prepare(sql);
   if (!st) {

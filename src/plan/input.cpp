@@ -20,10 +20,17 @@ Result<PlanInput> input_from_history(History& history, std::string_view ref, con
   in.source = fmt::format("build #{} in {}: {}", build->id, build->cwd, build->command);
   in.notes.push_back("planning from " + choice->description);
   if (build->slots <= 0) in.notes.push_back("the build did not record its core count; its times are taken as uncontended");
-  if (double left = cores_left_to_build(*build); build->slots > 0 && left < build->slots - 0.25)
+  const int cores = build->cores > 0 ? build->cores : build->slots;
+  if (build->cores > 0 && build->slots > build->cores)
+    in.notes.push_back(fmt::format("the build ran with --jobs {} on {} cores: its jobs' times are read against the {} "
+                                   "cores, which is all they shared",
+                                   build->slots, build->cores, build->cores));
+  if (double left = cores_left_to_build(*build); cores > 0 && left < cores - 0.25)
     in.notes.push_back(fmt::format("the build shared the machine: other processes took {:.1f} of its {} cores, "
                                    "so its jobs' times are read as slowed by them",
-                                   build->slots - left, build->slots));
+                                   cores - left, cores));
+  if (build->slots > 0 && cores > 0 && build->wall_s() > 0)
+    in.measured = MeasuredRun{build->id, build->slots, cores, build->wall_s()};
   return in;
 }
 

@@ -11,6 +11,7 @@
 
 #include "history/history.hpp"
 #include "plan/jobs_csv.hpp"
+#include "plan/render.hpp"
 #include "plan/workload.hpp"
 #include "util/result.hpp"
 
@@ -20,6 +21,7 @@ struct PlanInput {
   std::vector<PlanJob> jobs;
   std::string source;              // for the table's title
   std::vector<std::string> notes;  // worth telling the user (on stderr)
+  std::optional<MeasuredRun> measured;  // a recorded build's own -j, cores and wall time
 };
 
 // `ref`: a build id or "last" (history/build_ref.hpp); the source line

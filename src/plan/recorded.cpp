@@ -131,7 +131,8 @@ std::vector<ProfilePoint> profile_of(const JobRecord& job, double attempt_s) {
 }  // namespace
 
 double cores_left_to_build(const BuildRecord& build, int cores) {
-  double recorded = cores > 0 ? cores : std::max(1, build.slots);
+  // The machine's cores, whatever --jobs was: 8 slots on 2 cores ran 2 at a time.
+  double recorded = cores > 0 ? cores : build.cores > 0 ? build.cores : std::max(1, build.slots);
   auto others = build.counters.find(Counter::other_cpu_ms);
   if (others == build.counters.end() || build.wall_s() <= 0) return recorded;
   double load = static_cast<double>(others->second) / 1000.0 / build.wall_s();

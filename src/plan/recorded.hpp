@@ -46,8 +46,9 @@
 
 namespace memgate::plan {
 
-// `cores` overrides the recorded build's core count (0: BuildRecord::slots,
-// or 1 if that is unknown). Jobs come in submit order.
+// `cores` overrides the recorded build's core count (0: BuildRecord::cores,
+// else BuildRecord::slots for a build recorded without its cores, or 1 if
+// that is unknown). Jobs come in submit order.
 std::vector<PlanJob> jobs_from_build(const BuildRecord& build, int cores = 0);
 
 // The cores the recorded build had to itself (see above): `cores` (or its

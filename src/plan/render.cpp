@@ -40,7 +40,7 @@ std::string no_recommendation_message(const PlanResult& r) {
                      format_bytes(r.machine.reserve), format_bytes(r.machine.budget()));
 }
 
-std::string render_table(const PlanResult& r, const std::string& source) {
+std::string render_table(const PlanResult& r, const std::string& source, const std::optional<MeasuredRun>& measured) {
   const Machine& m = r.machine;
   std::string out = fmt::format("memgate plan: {} jobs ({})\n", r.job_count, source);
   out += fmt::format("machine: {} cores, {} capacity, {} reserve: safe job counts stay within {}\n", m.cores,
@@ -52,12 +52,19 @@ std::string render_table(const PlanResult& r, const std::string& source) {
     std::string mark = r.recommended && row.jobs == *r.recommended ? "  <- recommended"
                        : row.safe                                  ? ""
                                                                    : "  over capacity - reserve";
+    if (measured && row.jobs == measured->jobs && measured->cores == m.cores)
+      mark += fmt::format("  measured {}", format_duration(measured->wall_s));
     out += fmt::format("{:>7} {:>9} {:>8} {:>11} {:>11} {:>9}{}\n", row.jobs, format_duration(row.wall_s),
                        per_min(row.objects_per_min), format_bytes(row.peak), format_bytes(row.worst_peak),
                        percent(row.oom_risk), mark);
   }
   if (r.memgate) out += memgate_line(*r.memgate);
   out += "\n";
+  if (measured) {
+    out += fmt::format("measured: build #{} ran -j{} on {} core{} in {}; the times above are for an idle machine\n",
+                       measured->build, measured->jobs, measured->cores, measured->cores == 1 ? "" : "s",
+                       format_duration(measured->wall_s));
+  }
   if (r.recommended) {
     out += fmt::format("recommended: -j {} (the smallest safe job count within 5% of the best safe time, {})\n",
                        *r.recommended, format_duration(r.best_safe_wall_s));
@@ -67,7 +74,7 @@ std::string render_table(const PlanResult& r, const std::string& source) {
   return out;
 }
 
-nlohmann::json to_json(const PlanResult& r, const std::string& source) {
+nlohmann::json to_json(const PlanResult& r, const std::string& source, const std::optional<MeasuredRun>& measured) {
   nlohmann::json j;
   j["rows"] = nlohmann::json::array();
   for (const PlanRow& row : r.rows) {
@@ -101,6 +108,11 @@ nlohmann::json to_json(const PlanResult& r, const std::string& source) {
   j["orders"] = r.orders;
   j["largest_job"] = {{"name", r.largest_job}, {"peak_bytes", r.largest_peak}};
   j["source"] = source;
+  if (measured)
+    j["measured"] = {{"build", measured->build}, {"jobs", measured->jobs}, {"cores", measured->cores},
+                     {"wall_s", measured->wall_s}};
+  else
+    j["measured"] = nullptr;
   return j;
 }
 

@@ -28,6 +28,20 @@ struct StatusSnapshot {
   double eta_s = -1;        // < 0: unknown
 };
 
+// What the progress total and ETA are read against: the last complete,
+// successful build of the same command in the same directory.
+struct ProgressReference {
+  int jobs = 0;       // its gated jobs; 0 = none known
+  double job_s = 0;   // the sum of their durations
+  double wall_s = 0;  // its wall time
+};
+
+// Seconds left: the reference's job time not yet matched by the jobs done
+// here (`done_job_s`), at the parallelism the reference ran at. -1 when
+// nothing is known, and once `done` reaches the reference's count (past
+// it the reference no longer says how much is left).
+double estimate_eta(const ProgressReference& ref, int done, double done_job_s);
+
 // The status as one line of text, without a newline and without any
 // control character. `tty`: the line is for a terminal `width` columns
 // wide (0 = unknown): it is shortened to fit width-1 columns (never the

@@ -37,7 +37,8 @@ std::string shorten_middle(const std::string& text, size_t max) {
   return text.substr(0, head) + "..." + text.substr(tail_start);
 }
 
-std::string limit_verdict(double memory_bound, double cpu_bound, int jobs) {
+std::string limit_verdict(double memory_bound, double cpu_bound, int jobs, double slots_bound, int slots,
+                          int cores) {
   if (jobs == 0) return "no compiler jobs were gated, so nothing held the build back";
   if (memory_bound < 0 && cpu_bound < 0) return "this build did not record what limited it";
   const bool mem = memory_bound >= kBoundThreshold;
@@ -54,6 +55,11 @@ std::string limit_verdict(double memory_bound, double cpu_bound, int jobs) {
   if (cpu) {
     return fmt::format("CPU-bound for {}% of the build: more cores would help, more RAM would not",
                        percent(cpu_bound));
+  }
+  if (slots_bound >= kBoundThreshold) {
+    return fmt::format("held back by --jobs for {}% of the build: {} slot{} on {} cores, with a core free; a larger "
+                       "--jobs would help",
+                       percent(slots_bound), slots, slots == 1 ? "" : "s", cores);
   }
   return "neither memory nor CPU held jobs back: the build's own parallelism (-j / dependencies) limited it";
 }
@@ -76,7 +82,8 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   };
   f.memory_bound = share(Counter::memory_bound_ms);
   f.cpu_bound = share(Counter::cpu_bound_ms);
-  f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.job_count);
+  f.slots_bound = share(Counter::slots_bound_ms);
+  f.verdict = limit_verdict(f.memory_bound, f.cpu_bound, f.job_count, f.slots_bound, b.slots, b.cores);
 
   std::vector<int> order(b.jobs.size());
   std::iota(order.begin(), order.end(), 0);

@@ -25,10 +25,12 @@ struct BuildFacts : BuildSummary {
   std::int64_t retries = 0;
   std::int64_t oom_kills = 0;
   std::int64_t ran_alone = 0;
-  // Fractions of the wall time during which memory (or only CPU slots)
-  // held a waiting job back; < 0 when the build did not record them.
+  // Fractions of the wall time during which a waiting job was held back by
+  // memory with a core free, by every core being busy, or by --jobs with a
+  // core free; < 0 when the build did not record them.
   double memory_bound = -1;
   double cpu_bound = -1;
+  double slots_bound = -1;
   std::vector<int> heaviest;  // indexes into BuildRecord::jobs, highest peak first
   std::string verdict;        // what limited the build, in one sentence
 };
@@ -39,7 +41,10 @@ constexpr double kBoundThreshold = 0.2;
 BuildFacts build_facts(const BuildRecord& build, size_t heaviest = 5);
 
 // The verdict sentence for the given fractions (see BuildFacts).
-std::string limit_verdict(double memory_bound, double cpu_bound, int jobs);
+// `slots` and `cores`: the build's --jobs and the machine's cores, named
+// when the slots held it back.
+std::string limit_verdict(double memory_bound, double cpu_bound, int jobs, double slots_bound = -1, int slots = 0,
+                          int cores = 0);
 
 // Every line starts with "memgate: " and ends with '\n' (for stderr): one
 // or two lines (jobs, time, peak against the budget; what limited the

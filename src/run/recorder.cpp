@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "core/job_class.hpp"
 #include "history/history.hpp"
 #include "history/pending.hpp"
 #include "history/record_json.hpp"
@@ -118,6 +119,7 @@ JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double 
 void Recorder::finish(JobId id, JobRecord record) {
   ledgers_.erase(id);
   index_of_[id] = static_cast<int>(jobs_.size());
+  finished_job_s_ += std::max(0.0, record.wall_s());
   jobs_.push_back(std::move(record));
 }
 
@@ -131,6 +133,7 @@ BuildRecord Recorder::build_record(const Totals& t) const {
   b.capacity = t.capacity;
   b.budget = t.budget;
   b.slots = t.slots;
+  b.cores = t.cores;
   b.peak_bytes = std::max(peak_used_, t.cgroup_peak);
   b.counters = t.counters;
   b.memory = downsample_profile(memory_, kSeriesPoints);
@@ -139,6 +142,7 @@ BuildRecord Recorder::build_record(const Totals& t) const {
     b.events.push_back(BuildEvent{e.t, e.kind, it == index_of_.end() ? -1 : it->second, e.reason});
   }
   b.jobs = jobs_;
+  b.kind = classify_build(b.jobs);
   return b;
 }
 

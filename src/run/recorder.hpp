@@ -51,6 +51,7 @@ class Recorder {
   JobRecord make_record(const GovJob& job, const AttemptReport& attempt, double now) const;
   void finish(JobId id, JobRecord record);
   std::size_t finished_jobs() const { return jobs_.size(); }
+  double finished_job_s() const { return finished_job_s_; }
 
   // Everything the build leaves: the governor's counters and events
   // (job ids become indexes into jobs),
@@ -60,6 +61,7 @@ class Recorder {
     int exit_status = 0;
     Bytes capacity = 0, budget = 0;
     int slots = 0;
+    int cores = 0;  // the machine's usable cores
     Bytes cgroup_peak = 0;  // the build cgroup's own peak, when it has one
     Counters counters;
     std::vector<GovEvent> events;
@@ -72,6 +74,7 @@ class Recorder {
   Bytes peak_used_ = 0;
   std::vector<MemSample> memory_;
   std::vector<JobRecord> jobs_;
+  double finished_job_s_ = 0;  // the sum of their durations
   std::map<JobId, int> index_of_;
   // One job's facts, until its record is finished.
   struct Ledger {

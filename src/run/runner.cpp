@@ -162,10 +162,16 @@ bool Runner::open_history() {
     log::info("merged {} build record(s) saved beside the history while it was locked", n);
   for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
   for (const JobProfile& p : history_->imported_profiles()) predictor_.add_profile(p);
-  if (auto last = history_->last_build_id({recorder_.cwd(), recorder_.command(), true})) {
+  // A failed or interrupted build stopped part way: its count is no total.
+  // A configure step or a relink is a different job list from the build.
+  History::BuildQuery ref{recorder_.cwd(), recorder_.command(), true};
+  ref.succeeded = true;
+  ref.full_only = true;
+  if (auto last = history_->last_build_id(ref)) {
     if (auto b = history_->load_build(*last)) {
-      known_total_ = static_cast<int>(b->jobs.size());
-      last_wall_ = b->wall_s();
+      progress_ref_.jobs = static_cast<int>(b->jobs.size());
+      progress_ref_.wall_s = b->wall_s();
+      for (const JobRecord& j : b->jobs) progress_ref_.job_s += std::max(0.0, j.wall_s());
     }
   }
   return true;
@@ -214,6 +220,7 @@ bool Runner::start_server() {
   gc.budget = budget_.budget;
   gc.hard_limit = budget_.capacity - budget_.reserve;
   gc.slots = slots_;
+  gc.cores = platform::detect_cores();
   // Each engine's remote capacity, as its configuration says (distcc:
   // DISTCC_HOSTS). icecc's is its scheduler's to know: its jobs take
   // local slots.
@@ -398,6 +405,7 @@ void Runner::finish() {
     t.capacity = budget_.capacity;
     t.budget = budget_.budget;
     t.slots = slots_;
+    t.cores = platform::detect_cores();
     t.cgroup_peak = cgroups_->peak().value_or(0);
     t.counters = gov_->counters();
     for (const auto& [c, n] : extra_counters_) t.counters[c] += n;

@@ -151,8 +151,7 @@ class Runner {
   double next_tick_ = 0;
   bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn
   bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)
-  int known_total_ = 0;  // jobs of the last build of this command, from history
-  double last_wall_ = 0;
+  ProgressReference progress_ref_;  // the last complete, successful build of this command here
   // The machine's busy CPU and our tree's CPU when the build started: what
   // others took beside the build (Counter::other_cpu_ms, for plan).
   std::optional<double> machine_busy_at_start_;

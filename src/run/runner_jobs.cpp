@@ -284,7 +284,7 @@ StatusSnapshot Runner::snapshot() const {
   StatusSnapshot s;
   s.elapsed_s = now();
   s.done = c.done;
-  s.known_total = std::max(known_total_, 0);
+  s.known_total = progress_ref_.jobs;
   s.running = c.running;
   s.waiting_memory = c.waiting_memory;
   s.waiting_cpu = c.waiting_cpu;
@@ -292,8 +292,7 @@ StatusSnapshot Runner::snapshot() const {
   s.used = view_.build_used;
   s.budget = budget_.budget;
   if (s.elapsed_s > 0) s.objects_per_min = 60.0 * c.done / s.elapsed_s;
-  if (known_total_ > c.done && c.done > 0) s.eta_s = (known_total_ - c.done) * s.elapsed_s / c.done;
-  else if (known_total_ > 0 && last_wall_ > s.elapsed_s) s.eta_s = last_wall_ - s.elapsed_s;
+  s.eta_s = estimate_eta(progress_ref_, c.done, recorder_.finished_job_s());
   return s;
 }
 

@@ -28,4 +28,10 @@ namespace memgate {
 // error names `path` and the cause.
 Status write_file_atomically(const std::string& path, std::string_view content, mode_t mode = 0644);
 
+// Whether write_file_atomically(path, ...) could succeed now: the same
+// checks (a file name, a trusted directory), a temporary file created and
+// removed again beside it, and `path` not a directory. Run before a build
+// so a typo in an output path stops it before anything ran.
+Status check_writable_output(const std::string& path);
+
 }  // namespace memgate

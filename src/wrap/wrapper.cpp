@@ -22,7 +22,8 @@ namespace memgate {
 namespace {
 
 constexpr const char* kWrapUsage =
-    "run one compiler command through the governor of the `memgate run` it is under (launcher form)\n"
+    "run one compiler command through the governor of the `memgate run` it is\n"
+    "under (launcher form)\n"
     "Usage: memgate wrap -- PROGRAM [ARG...]\n"
     "\n"
     "Examples:\n"

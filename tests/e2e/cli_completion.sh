@@ -30,6 +30,18 @@ assert_eq "--memory" "$(complete_words memgate run --mem)" "memgate run --mem<TA
 complete_words memgate run -- ba >"$E2E_TMP/ba"
 grep -qx bash "$E2E_TMP/ba" || fail "memgate run -- ba<TAB> does not offer commands"
 
+note "--build and --forget complete 'last' and the ids of recorded builds"
+db="$E2E_TMP/h.db"
+"$MEMGATE" run -q --record-empty --history "$db" -- true
+"$MEMGATE" run -q --record-empty --history "$db" -- true
+ids=$("$MEMGATE" history --json --history "$db" | python3 -c 'import json,sys; print(" ".join(str(b["id"]) for b in json.load(sys.stdin)["builds"]))')
+[ -n "$ids" ] || fail "no builds recorded"
+got=$(PATH="$(dirname "$MEMGATE"):$PATH" complete_words memgate plan --history "$db" --build '' | sort | tr '\n' ' ')
+want=$(printf '%s\n' last $ids | sort | tr '\n' ' ')
+assert_eq "$want" "$got" "memgate plan --history DB --build <TAB>"
+got=$(PATH="$(dirname "$MEMGATE"):$PATH" complete_words memgate history --history "$db" --forget '' | sort | tr '\n' ' ')
+assert_eq "$(printf '%s\n' $ids | sort | tr '\n' ' ')" "$got" "memgate history --forget <TAB>"
+
 note "every option in --help is completed"
 for cmd in run doctor history plan report; do
   offered=$(complete_words memgate "$cmd" -)

@@ -32,6 +32,9 @@ read -r s r b <<<"$(used)"
 assert_eq "3 700" "$s $r" "slots and reserve from the config"
 "$MEMGATE" doctor --json >"$E2E_TMP/doctor2.json"
 assert_eq 700 "$(json_get "$E2E_TMP/doctor2.json" 'j["reserve_bytes"] >> 20')" "doctor's reserve (MiB) with the config's"
+assert_eq "700M config $cfg:$(grep -n '^reserve' "$cfg" | cut -d: -f1)" \
+  "$(json_get "$E2E_TMP/doctor2.json" 'j["settings"]["reserve"]["value"] + " " + j["settings"]["reserve"]["source"]')" \
+  "doctor's reserve with where it came from"
 read -r s r b <<<"$(used --jobs 2 --reserve 600M)"
 assert_eq "2 600" "$s $r" "slots and reserve from the flags"
 printf 'memory = 512M\n' >>"$cfg"
@@ -61,12 +64,23 @@ note "a broken config: the file and the line, exit 2"
 # expect_config_error WANT: run, history and plan all refuse with exactly WANT.
 expect_config_error() {
   local want=$1 status
-  for cmd in "run -q -- true" "history" "plan --recommend"; do
+  for cmd in "run -q -- true" "plan --recommend"; do
     status=0
     "$MEMGATE" $cmd >"$E2E_TMP/out" 2>"$E2E_TMP/err" || status=$?
     assert_eq 2 "$status" "exit status of memgate $cmd with a broken config"
     assert_eq "$want" "$(cat "$E2E_TMP/err")" "memgate $cmd with a broken config"
   done
+  # history runs on without it and warns; doctor reports it and exits 1.
+  "$MEMGATE" history --history "$db" >"$E2E_TMP/out" 2>"$E2E_TMP/err" ||
+    fail "memgate history refused a broken config: $(cat "$E2E_TMP/err")"
+  assert_eq "${want/memgate: error: /memgate: warning: the config file was ignored: }" "$(cat "$E2E_TMP/err")" \
+    "memgate history's warning"
+  status=0
+  "$MEMGATE" doctor >"$E2E_TMP/out" 2>"$E2E_TMP/err" || status=$?
+  assert_eq 1 "$status" "exit status of memgate doctor with a broken config"
+  grep -q "^  config file      IGNORED: ${want#memgate: error: }" "$E2E_TMP/out" ||
+    fail "doctor does not report the config error: $(cat "$E2E_TMP/out")"
+  grep -q '^capacity$' "$E2E_TMP/out" || fail "doctor did not report the machine: $(cat "$E2E_TMP/out")"
 }
 printf 'jobs = 3\njbos = 4\n' >"$cfg"
 expect_config_error "memgate: error: $cfg:2: unknown key 'jbos'; did you mean 'jobs'? (keys: memory, reserve, jobs, history)"

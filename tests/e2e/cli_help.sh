@@ -34,7 +34,17 @@ for cmd in run wrap doctor history plan report; do
   grep -q "^Usage: memgate $cmd" "$E2E_TMP/help" || fail "$cmd --help has no 'Usage: memgate $cmd' line"
   grep -A1 '^Examples:' "$E2E_TMP/help" | grep -q "^  .*memgate" || fail "$cmd --help has no example"
   ! grep -q ' TEXT' "$E2E_TMP/help" || fail "$cmd --help has a TEXT metavar"
+  # No parser leftovers after a metavar (SIZE:SIZE, N:INT in [1 - 65536],
+  # ENGINE:{distcc,icecc}), and readable at 80 columns.
+  ! grep -Eq '^  -.* [A-Z.]+:[A-Za-z{]' "$E2E_TMP/help" || fail "$cmd --help: $(grep -E '^  -.* [A-Z.]+:' "$E2E_TMP/help")"
+  ! grep -Eq 'INT in \[|Excludes:|REQUIRED' "$E2E_TMP/help" || fail "$cmd --help has CLI11's validator text"
+  long=$(awk 'length > 80' "$E2E_TMP/help")
+  [ -z "$long" ] || fail "$cmd --help has lines over 80 columns: $long"
 done
+"$MEMGATE" run --help | grep -Eq '^  --memory SIZE +memory the build may use' || fail "run --help: --memory SIZE"
+"$MEMGATE" run --help | grep -Eq '^  -j,--jobs N +CPU slots' || fail "run --help: -j,--jobs N"
+long=$("$MEMGATE" --help | awk 'length > 80')
+[ -z "$long" ] || fail "memgate --help has lines over 80 columns: $long"
 grep -q '^Usage: memgate run \[OPTIONS\] -- CMD \[ARG...\]' <("$MEMGATE" run --help) || fail "run's usage line"
 
 note "docs/usage.md's usage block is memgate --help's"
@@ -57,5 +67,13 @@ else
   for want in NAME SYNOPSIS COMMANDS "memgate plan" "EXIT STATUS" "--capacity" FILES "memgate/config" "--summary-json"; do
     grep -q -- "$want" "$E2E_TMP/man.txt" || fail "the man page has no '$want'"
   done
+  ! grep -Eq 'SIZE:SIZE|INT in \[' "$E2E_TMP/man.txt" || fail "the man page has CLI11's validator text"
+  # EXIT STATUS is docs/exit-status.md's list, every status of it.
+  for code in 0 1 2 125 126 127 128+N; do
+    sed -n '/^EXIT STATUS/,/^[A-Z]/p' "$E2E_TMP/man.txt" | grep -Eq "^ +${code//+/\\+}( |$)" ||
+      fail "the man page's EXIT STATUS has no $code"
+  done
+  MANWIDTH=80 man -l -P cat "$page" 2>/dev/null | awk 'length > 80' >"$E2E_TMP/man-long"
+  [ ! -s "$E2E_TMP/man-long" ] || fail "the man page has lines over 80 columns at MANWIDTH=80: $(head -3 "$E2E_TMP/man-long")"
 fi
 echo "ok"

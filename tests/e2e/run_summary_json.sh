@@ -52,10 +52,11 @@ assert_eq keep "$(cat "$E2E_TMP/victim")" "the link's target"
 json_get "$E2E_TMP/link.json" 'j["build"]["command"]' | grep -qx true || fail "link.json holds no record"
 ls -A "$E2E_TMP" | grep -q '^\.link\.json\.' && fail "a temp file was left: $(ls -A "$E2E_TMP")"
 
-note "a FILE that cannot be written: a warning, the build's status stands"
+note "a FILE that cannot be written: exit 2 before the build, nothing run"
 status=0
-"$MEMGATE" run -q --history "$db" --summary-json "$E2E_TMP/nodir/s.json" -- true 2>"$E2E_TMP/err" || status=$?
-assert_eq 0 "$status" "exit status with an unwritable --summary-json"
-grep -q "^memgate: warning: the summary JSON was not written: cannot write $E2E_TMP/nodir/s.json" "$E2E_TMP/err" ||
-  fail "no warning: $(cat "$E2E_TMP/err")"
+"$MEMGATE" run -q --history "$db" --summary-json "$E2E_TMP/nodir/s.json" -- touch "$E2E_TMP/ran" 2>"$E2E_TMP/err" ||
+  status=$?
+assert_eq 2 "$status" "exit status with an unwritable --summary-json"
+grep -q "^memgate: error: cannot write $E2E_TMP/nodir/s.json" "$E2E_TMP/err" || fail "no error: $(cat "$E2E_TMP/err")"
+[ ! -e "$E2E_TMP/ran" ] || fail "the build ran despite an unwritable --summary-json"
 echo "PASS"

@@ -139,7 +139,7 @@ void apply_edits(FuzzedDataProvider& in) {
   for (int n = 0; n < 8 && in.remaining_bytes() > 0; ++n) {
     const bool builds = in.ConsumeBool();
     if (in.ConsumeIntegralInRange(0, 15) == 0) {
-      (void)db->exec(fmt::format("PRAGMA user_version = {}", in.ConsumeIntegralInRange(-2, 3)));
+      (void)db->exec(fmt::format("PRAGMA user_version = {}", in.ConsumeIntegralInRange(-2, 5)));
       continue;
     }
     const char* column = builds ? in.PickValueInArray(kBuildColumns) : in.PickValueInArray(kJobColumns);

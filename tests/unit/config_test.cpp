@@ -191,3 +191,33 @@ TEST(Config, HistoryFlagThenEnvironmentThenFile) {
   ScopedEnv env("MEMGATE_HISTORY", nullptr);
   EXPECT_EQ(history_flag_or_config(""), "");
 }
+
+TEST(Config, SettingOriginsNameTheFileAndLine) {
+  auto c = parse_config("# jobs first\njobs = 3\n\nmemory = 80%\n", "/etc/x/config");
+  ASSERT_TRUE(c.ok());
+  auto s = setting_origins(*c, "", "/root/.cache/memgate/history.db", 2);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].key, "reserve");
+  EXPECT_EQ(s[0].value, "");
+  EXPECT_EQ(s[0].source, "default (the rule above)");
+  EXPECT_EQ(s[1].key, "memory");
+  EXPECT_EQ(s[1].value, "80%");
+  EXPECT_EQ(s[1].source, "config /etc/x/config:4");
+  EXPECT_EQ(s[2].value, "3");
+  EXPECT_EQ(s[2].source, "config /etc/x/config:2");
+  EXPECT_EQ(s[3].value, "/root/.cache/memgate/history.db");
+  EXPECT_EQ(s[3].source, "default");
+}
+
+TEST(Config, SettingOriginsEnvironmentBeatsTheFile) {
+  auto c = parse_config("history = /var/h.db\n", "/etc/x/config");
+  ASSERT_TRUE(c.ok());
+  auto s = setting_origins(*c, "/tmp/env.db", "/d.db", 8);
+  EXPECT_EQ(s[3].value, "/tmp/env.db");
+  EXPECT_EQ(s[3].source, "environment (MEMGATE_HISTORY)");
+  EXPECT_EQ(s[2].value, "8");
+  EXPECT_EQ(s[2].source, "default (the usable cores)");
+  s = setting_origins(*c, "", "/d.db", 8);
+  EXPECT_EQ(s[3].value, "/var/h.db");
+  EXPECT_EQ(s[3].source, "config /etc/x/config:1");
+}

@@ -321,3 +321,36 @@ TEST(BuildEnvRender, TextAndJsonCarryTheFindings) {
   for (const auto& c : j["checks"]) flagged = flagged || (c["key"] == "torch_cuda" && c["level"] == "error");
   EXPECT_TRUE(flagged);
 }
+
+// A plain C++ project hears nothing about torch; an extension's does, and
+// an `error` finding is what doctor --build-env exits 1 for.
+TEST(BuildEnvChecks, QuietAboutTorchForAProjectWithout) {
+  BuildEnvSources s = sources({});
+  s.project_dir = "/projects/cpp";
+  BuildEnv plain = read_build_env(s);
+  EXPECT_FALSE(plain.torch_project);
+  auto checks = check_build_env(plain);
+  for (const char* k : {"torch_cuda", "module_wheel", "module_setuptools", "ninja", "max_jobs", "flash_attn_max_jobs"})
+    EXPECT_EQ(find_check(checks, k), nullptr) << k;
+  const Check* note = find_check(checks, "torch");
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->level, "note");
+  EXPECT_TRUE(contains(note->what, "no setup.py, pyproject.toml, setup.cfg or requirements.txt in /projects/cpp")) << note->what;
+  EXPECT_FALSE(has_error(checks));
+  const std::string text = render_build_env_text(plain);
+  EXPECT_FALSE(contains(text, "FLASH_ATTN_CUDA_ARCHS")) << text;
+  EXPECT_FALSE(contains(text, "flash-attn 2.8")) << text;
+  EXPECT_TRUE(contains(text, "no problems found for CUDA/ROCm builds")) << text;
+  EXPECT_EQ(nlohmann::json::parse(build_env_json(plain).dump())["torch_project"], false);
+
+  s.project_dir = "/projects/ext";
+  BuildEnv ext = read_build_env(s);
+  EXPECT_TRUE(ext.torch_project);
+  EXPECT_EQ(ext.torch_why, "/projects/ext/setup.py names torch");
+  EXPECT_EQ(find_check(check_build_env(ext), "torch_cuda")->level, "error");  // torch for CUDA 12.1, nvcc 13
+  EXPECT_TRUE(has_error(check_build_env(ext)));
+
+  s.project_dir = "/projects/cpp";
+  s.python = "/usr/bin/python3";  // asked for by name: checked wherever it runs
+  EXPECT_TRUE(read_build_env(s).torch_project);
+}

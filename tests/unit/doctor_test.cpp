@@ -145,6 +145,25 @@ TEST(RenderText, HasEverySection) {
   }
 }
 
+TEST(RenderText, SettingsWithTheirSourceAndAConfigError) {
+  auto f = sample_findings();
+  f.settings = {{"reserve", "1G", "config /etc/x/config:2"}, {"jobs", "128", "default (the usable cores)"}};
+  f.config_file = "/etc/x/config";
+  auto text = render_text(f);
+  EXPECT_NE(text.find("  reserve          1G                       config /etc/x/config:2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  jobs             128                      default (the usable cores)\n"), std::string::npos);
+  EXPECT_NE(text.find("  config file      /etc/x/config\n"), std::string::npos);
+  EXPECT_EQ(text.find("ignored"), std::string::npos);
+  f.config_error = "/etc/x/config:2: unknown key 'jbos'";
+  text = render_text(f);
+  EXPECT_NE(text.find("  config file      IGNORED: /etc/x/config:2: unknown key 'jbos'\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("error: the config file was ignored: /etc/x/config:2"), std::string::npos);
+  auto j = nlohmann::json::parse(render_json(f));
+  EXPECT_EQ(j["settings"]["reserve"]["source"], "config /etc/x/config:2");
+  EXPECT_EQ(j["settings"]["jobs"]["value"], "128");
+  EXPECT_EQ(j["config_error"], "/etc/x/config:2: unknown key 'jbos'");
+}
+
 TEST(RenderJson, StableKeysAndTypes) {
   auto f = sample_findings();
   f.stale[0].comm = std::string("bad\xff\xfe");  // any bytes in comm: still valid JSON

@@ -509,6 +509,36 @@ TEST(Governor, CountsTimeHeldBackByMemoryAndByCpu) {
   EXPECT_EQ(m.g().counters().at(Counter::wait_memory_ms), 3000);
 }
 
+// --jobs 8 on 2 cores: a job waiting for memory while both cores compute
+// is held back by the cores, not the memory; --jobs 1 on 2 cores holds a
+// job back with a core free: the slots, not the cores.
+TEST(Governor, WhatHeldABuildBackIsReadAgainstTheCores) {
+  Fixture f(1 * GiB, 8);
+  f.cfg.cores = 2;
+  f.submit("a", 400 * MiB);
+  f.submit("b", 400 * MiB);
+  f.submit("c", 400 * MiB);  // does not fit beside a and b
+  f.g().step(used(0), 0);
+  f.g().step(used(0), 2);
+  EXPECT_EQ(f.g().counters().at(Counter::cpu_bound_ms), 2000) << "both cores were busy";
+  EXPECT_EQ(f.g().counters().at(Counter::memory_bound_ms), 0);
+  Fixture one(1 * GiB, 8);
+  one.cfg.cores = 2;
+  one.submit("a", 800 * MiB);
+  one.submit("b", 800 * MiB);
+  one.g().step(used(0), 0);
+  one.g().step(used(0), 3);
+  EXPECT_EQ(one.g().counters().at(Counter::memory_bound_ms), 3000) << "a core was free: memory held b back";
+  Fixture slots(4 * GiB, 1);
+  slots.cfg.cores = 2;
+  slots.submit("a", 100 * MiB);
+  slots.submit("b", 100 * MiB);
+  slots.g().step(used(0), 0);
+  slots.g().step(used(0), 1);
+  EXPECT_EQ(slots.g().counters().at(Counter::slots_bound_ms), 1000) << "--jobs 1 on 2 cores";
+  EXPECT_EQ(slots.g().counters().at(Counter::cpu_bound_ms), 0);
+}
+
 TEST(Governor, WaitingJobsPickUpBetterPredictions) {
   Fixture f(2 * GiB);
   JobId a = f.submit("a", 1536 * MiB);

@@ -171,7 +171,7 @@ TEST(BuildRecordJson, AStoredBuildAndTheSameBuildUnsavedDifferOnlyInTheId) {
   EXPECT_EQ(unsaved, stored);
   // The keys CI dashboards read.
   for (const char* key : {"id", "start_unix", "end_unix", "wall_s", "exit_status", "peak_bytes", "budget_bytes",
-                          "capacity_bytes", "slots", "job_count", "wait_s", "cwd", "command", "counters"})
+                          "capacity_bytes", "slots", "cores", "kind", "job_count", "wait_s", "cwd", "command", "counters"})
     EXPECT_TRUE(stored["build"].contains(key)) << key;
   ASSERT_EQ(stored["jobs"].size(), 3u);
   EXPECT_EQ(stored["jobs"][0]["peak_bytes"], 102 * MiB);  // heaviest first

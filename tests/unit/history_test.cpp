@@ -724,7 +724,7 @@ TEST_F(HistoryTest, LastSkipsBuildsWithoutJobsAndPrefersThisDirectory) {
   auto a = load_build_ref(*h, "last", "/src/a", path_);
   ASSERT_TRUE(a.ok()) << a.error();
   EXPECT_EQ(a->build.id, here);
-  EXPECT_EQ(a->description, fmt::format("build #{}, the last in this directory", here));
+  EXPECT_EQ(a->description, fmt::format("build #{}, the last in this directory that compiled", here));
   auto c = load_build_ref(*h, "last", "/src/c", path_);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->build.id, elsewhere);
@@ -736,4 +736,45 @@ TEST_F(HistoryTest, LastSkipsBuildsWithoutJobsAndPrefersThisDirectory) {
   EXPECT_TRUE(is_build_ref("12"));
   EXPECT_FALSE(is_build_ref("-1"));
   EXPECT_FALSE(is_build_ref("0x10"));
+}
+
+// A configure step, a relink and a no-op are recorded as such, and "last"
+// (plan, report, the progress total) passes over them, saying so.
+TEST_F(HistoryTest, BuildKindsAreRecordedAndLastTakesTheBuildThatCompiled) {
+  auto h = open();
+  ASSERT_TRUE(h);
+  const auto full = *h->save_build(sample_build("/src/a", "make -j", 3));
+  BuildRecord configure = sample_build("/src/a", "cmake -S . -B build", 2);
+  for (auto& j : configure.jobs) j.key.klass = "cc:probe";
+  const auto conf_id = *h->save_build(configure);
+  BuildRecord relink = sample_build("/src/a", "make -j", 2);
+  for (auto& j : relink.jobs) j.key.klass = "c++:link";
+  relink.cores = 2;
+  const auto relink_id = *h->save_build(relink);
+  EXPECT_EQ(h->load_build(full)->kind, "build");
+  EXPECT_EQ(h->load_build(conf_id)->kind, "configure");
+  EXPECT_EQ(h->load_build(relink_id)->kind, "relink");
+  EXPECT_EQ(h->load_build(relink_id)->cores, 2);
+  EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt, true}), relink_id);
+  EXPECT_EQ(h->last_build_id({"/src/a", std::nullopt, true, false, true}), full);
+  auto last = load_build_ref(*h, "last", "/src/a", path_);
+  ASSERT_TRUE(last.ok()) << last.error();
+  EXPECT_EQ(last->build.id, full);
+  EXPECT_EQ(last->description,
+            fmt::format("build #{}, the last in this directory that compiled (#{} after it was a relink step, not "
+                        "taken by default; --build {} takes it)",
+                        full, relink_id, relink_id));
+  EXPECT_EQ(load_build_ref(*h, std::to_string(conf_id), "/src/a", path_)->build.kind, "configure");
+}
+
+// A failed or interrupted build is no progress reference.
+TEST_F(HistoryTest, SucceededSkipsFailedAndInterruptedBuilds) {
+  auto h = open();
+  ASSERT_TRUE(h);
+  const auto ok = *h->save_build(sample_build("/src/a", "make -j", 4));
+  BuildRecord failed = sample_build("/src/a", "make -j", 3);
+  failed.exit_status = 130;
+  const auto interrupted = *h->save_build(failed);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true}), interrupted);
+  EXPECT_EQ(h->last_build_id({"/src/a", "make -j", true, true}), ok) << "the Ctrl-C'd build is skipped";
 }

@@ -81,3 +81,24 @@ TEST(JobClass, AnEngineIsWrittenInFrontOnce) {
   bare.identity = "a";
   EXPECT_EQ(with_engine(bare, "distcc").identity, "distcc>a");
 }
+
+TEST(ClassifyBuild, ConfigureRelinkEmptyAndBuild) {
+  auto jobs = [](std::initializer_list<const char*> klasses) {
+    std::vector<JobRecord> out;
+    for (const char* k : klasses) {
+      JobRecord j;
+      j.key.klass = k;
+      out.push_back(j);
+    }
+    return out;
+  };
+  EXPECT_EQ(classify_build({}), "empty");
+  EXPECT_EQ(classify_build(jobs({"cc:probe", "c++:probe", "cc:probe"})), "configure") << "CMake's try_compile checks";
+  EXPECT_EQ(classify_build(jobs({"c++:link", "c++:link"})), "relink");
+  EXPECT_EQ(classify_build(jobs({"cc:probe", "ld:link"})), "relink");
+  EXPECT_EQ(classify_build(jobs({"c++:compile", "c++:link"})), "build");
+  EXPECT_EQ(classify_build(jobs({"cc:probe", "nvcc:compile[sm_80]"})), "build");
+  EXPECT_TRUE(is_full_build_kind("build"));
+  EXPECT_TRUE(is_full_build_kind("")) << "recorded before kinds were";
+  EXPECT_FALSE(is_full_build_kind("relink"));
+}

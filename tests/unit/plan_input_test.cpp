@@ -8,6 +8,10 @@
 
 #include "plan/input.hpp"
 #include "plan/jobs_csv.hpp"
+#include "plan/machine.hpp"
+#include "plan/plan.hpp"
+#include "plan/recorded.hpp"
+#include "plan/render.hpp"
 #include "plan/ninja_log.hpp"
 
 using namespace memgate;
@@ -258,16 +262,66 @@ TEST(PlanHistoryInput, UsesTheLastBuildHereElseTheLastOfAllAndSaysWhich) {
   ASSERT_TRUE(here.ok()) << here.error();
   EXPECT_NE(here->source.find("build #1 in /src/a"), std::string::npos) << here->source;
   ASSERT_EQ(here->notes.size(), 1u);
-  EXPECT_EQ(here->notes[0], "planning from build #1, the last in this directory");
+  EXPECT_EQ(here->notes[0], "planning from build #1, the last in this directory that compiled");
   auto elsewhere = input_from_history(h, "last", "/src/c");
   ASSERT_TRUE(elsewhere.ok());
   EXPECT_NE(elsewhere->source.find("build #2"), std::string::npos) << elsewhere->source;
   ASSERT_EQ(elsewhere->notes.size(), 1u);
-  EXPECT_NE(elsewhere->notes[0].find("the last anywhere (none in /src/c)"), std::string::npos);
+  EXPECT_NE(elsewhere->notes[0].find("the last anywhere that compiled (none in /src/c)"), std::string::npos);
   EXPECT_EQ(elsewhere->jobs.size(), 2u);
   EXPECT_FALSE(input_from_history(h, "7", "/src/a").ok());
   FakeHistory empty;
   auto none = input_from_history(empty, "last", "/src/a");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().find("memgate run"), std::string::npos);
+}
+
+// A build recorded with --jobs 8 on 2 cores: 8 compiles of 3 CPU-s that
+// overlapped for 12 s shared 2 cores, so each is a 3 s job, not a 12 s one
+// half asleep; plan shows the build's measured time beside its -j8.
+TEST(PlanHistoryInput, ABuildWithMoreSlotsThanCoresIsReadAgainstTheCores) {
+  FakeHistory h;
+  BuildRecord b = tiny_build("/src/a");
+  b.slots = 8;
+  b.cores = 2;
+  b.start_unix = 100;
+  b.end_unix = 112;
+  b.jobs.clear();
+  for (int i = 0; i < 8; ++i) {
+    JobRecord j;
+    j.key.identity = "c++:compile:f" + std::to_string(i) + ".c->f.o";
+    j.end_s = 12;
+    j.cpu_s = 3;
+    j.peak_bytes = 100 * MiB;
+    b.jobs.push_back(j);
+  }
+  EXPECT_DOUBLE_EQ(cores_left_to_build(b), 2.0);
+  const auto id = h.save_build(b);
+  auto in = input_from_history(h, "last", "/src/a");
+  ASSERT_TRUE(in.ok()) << in.error();
+  for (const PlanJob& j : in->jobs) EXPECT_NEAR(j.work_s, 3.0, 0.05) << j.name;
+  bool noted = false;
+  for (const auto& n : in->notes) noted = noted || n.find("--jobs 8 on 2 cores") != std::string::npos;
+  EXPECT_TRUE(noted);
+  ASSERT_TRUE(in->measured);
+  EXPECT_EQ(in->measured->build, *id);
+  EXPECT_EQ(in->measured->jobs, 8);
+  EXPECT_EQ(in->measured->cores, 2);
+  EXPECT_DOUBLE_EQ(in->measured->wall_s, 12.0);
+  PlanOptions o;
+  o.jobs_from = 1;
+  o.jobs_to = 8;
+  o.orders = 4;
+  PlanResult r = make_plan(in->jobs, machine_with(2, 8 * GiB), o);
+  const std::string table = render_table(r, in->source, in->measured);
+  EXPECT_NE(table.find("measured 12.0s"), std::string::npos) << table;
+  EXPECT_NE(table.find("measured: build #" + std::to_string(*id) + " ran -j8 on 2 cores in 12.0s"), std::string::npos);
+  for (const PlanRow& row : r.rows) {
+    if (row.jobs == 1) {
+      EXPECT_NEAR(row.wall_s, 24.0, 1.0) << "8 jobs of 3 s, one at a time";
+    } else if (row.jobs == 2 || row.jobs == 4 || row.jobs == 8) {
+      EXPECT_NEAR(row.wall_s, 12.0, 1.0) << "-j" << row.jobs << ": 2 cores";
+    }
+  }
+  EXPECT_EQ(to_json(r, in->source, in->measured)["measured"]["cores"], 2);
 }

@@ -258,3 +258,16 @@ TEST(StatusLine, QuietPrintsNothing) {
   ::close(fds[0]);
   ::close(fds[1]);
 }
+
+TEST(EstimateEta, FromTheReferenceJobTimeAtItsParallelism) {
+  ProgressReference ref{1000, 200.0, 50.0};  // 200 job-seconds in 50 s: 4 at once
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 0, 0.0), 50.0);
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 500, 100.0), 25.0);
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 900, 40.0), 40.0) << "long jobs are left: time, not the count, decides";
+  EXPECT_LT(estimate_eta(ref, 1000, 200.0), 0) << "no ETA once the count is complete";
+  EXPECT_LT(estimate_eta(ref, 1200, 260.0), 0) << "nor past it";
+  // Slower here than there: what is left, at this build's own pace.
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 500, 300.0), 500 * 0.6 / 4);
+  EXPECT_LT(estimate_eta(ProgressReference{}, 3, 1.0), 0) << "nothing known";
+  EXPECT_DOUBLE_EQ(estimate_eta(ProgressReference{10, 0.0, 20.0}, 5, 0.0), 10.0) << "no job times: by the count";
+}

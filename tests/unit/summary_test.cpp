@@ -309,3 +309,14 @@ TEST(Summary, SaysWhereJobsRanAndWhichTheEngineCompiledHere) {
   EXPECT_TRUE(contains(s, "3 jobs ran through distcc (local side at most 3.00 MiB)")) << s;
   EXPECT_TRUE(contains(s, "1 job handed to an engine but compiled here (its local fallback)")) << s;
 }
+
+TEST(Summary, SlotsBelowTheCoresAreNamedNotTheCores) {
+  BuildRecord b = build(0, 0);
+  b.counters[Counter::slots_bound_ms] = 60000;  // jobs = 1 on 2 cores, half the build
+  b.slots = 1;
+  b.cores = 2;
+  std::string s = format_summary(b);
+  EXPECT_TRUE(contains(s, "held back by --jobs for 50% of the build: 1 slot on 2 cores")) << s;
+  EXPECT_FALSE(contains(s, "CPU-bound")) << s;
+  EXPECT_FALSE(contains(s, "more cores would help")) << s;
+}
