@@ -71,7 +71,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 34> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 35> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
