@@ -28,6 +28,9 @@ if ! command -v hipcc >/dev/null && [ "$(id -u)" -eq 0 ]; then
   done
 fi
 command -v hipcc >/dev/null || { echo "SKIP: hipcc is not installed and cannot be installed here (apt install hipcc rocm-device-libs)"; exit 77; }
+# AMD targets: where CUDA is installed too, hipcc would pick the nvidia
+# platform (and call nvcc) unless told.
+export HIP_PLATFORM=amd
 w="$E2E_TMP/w"
 mkdir -p "$w"
 cd "$w"
