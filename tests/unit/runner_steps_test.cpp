@@ -126,9 +126,12 @@ class RunnerStepsTest : public ::testing::Test {
     r_.ports_ = std::move(ports);
   }
 
-  void message(ConnId conn, const Message& m) { r_.on_message(conn, m); }
-  void hang_up(ConnId conn) { r_.on_closed(conn); }
-  void tick() { r_.tick(); }
+  // Each step is one turn of the loop: its messages, then the admission
+  // the loop runs once after them (main_loop).
+  void message(ConnId conn, const Message& m) { r_.on_message(conn, m); end_turn(); }
+  void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
+  void tick() { r_.tick(); end_turn(); }
+  void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
   ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
   JobId job_of(ConnId conn) { return connected(conn).id; }
   Governor& gov() { return *r_.gov_; }
