@@ -73,7 +73,23 @@ else
     sed -n '/^EXIT STATUS/,/^[A-Z]/p' "$E2E_TMP/man.txt" | grep -Eq "^ +${code//+/\\+}( |$)" ||
       fail "the man page's EXIT STATUS has no $code"
   done
-  MANWIDTH=80 man -l -P cat "$page" 2>/dev/null | awk 'length > 80' >"$E2E_TMP/man-long"
+  # Columns are characters, not bytes (a bullet is one). The manuals'
+  # examples (fenced or indented) and tables show memgate's output as it
+  # prints it, which man cannot wrap: only their lines may be longer.
+  MANWIDTH=80 man -l -P cat "$page" 2>/dev/null | python3 -c '
+import glob, sys
+verbatim = set()
+for doc in glob.glob(sys.argv[1] + "/docs/*.md"):
+    inside = False
+    for line in open(doc, encoding="utf-8"):
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif inside or line.startswith("    "):
+            verbatim.add(line.strip())
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if len(line) > 80 and line.strip() not in verbatim and not line.lstrip().startswith("|"):
+        print(line)' "$MEMGATE_SRC" >"$E2E_TMP/man-long"
   [ ! -s "$E2E_TMP/man-long" ] || fail "the man page has lines over 80 columns at MANWIDTH=80: $(head -3 "$E2E_TMP/man-long")"
 fi
 echo "ok"
