@@ -15,6 +15,16 @@
 
 namespace memgate {
 
+std::string_view name(AdmissionPolicy p) {
+  return p == AdmissionPolicy::packing ? "packing" : "longest-first";
+}
+
+std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s) {
+  if (s == "longest-first") return AdmissionPolicy::longest_first;
+  if (s == "packing") return AdmissionPolicy::packing;
+  return std::nullopt;
+}
+
 using namespace governor_detail;
 
 void Governor::start(GovJob& j, double now, Decisions& out) {
