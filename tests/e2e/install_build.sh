@@ -9,6 +9,9 @@
 # at the end) and takes the suite's build type, warnings and compiler
 # launcher: with scripts/test's ccache (path-independent, see
 # scripts/deps.sh), its compiles are cache hits of the suite's own build.
+# The machine's compiler cache, found before lib.sh moves XDG_CACHE_HOME into
+# the test's directory: the install build compiles from it, not from cold.
+if command -v ccache >/dev/null; then export CCACHE_DIR=${CCACHE_DIR:-$(ccache -k cache_dir)}; fi
 source "$(dirname "$0")/lib.sh"
 : "${MEMGATE_BUILD:?}" "${MEMGATE_SRC:?}"
 cg=$(cg_make install 4G)

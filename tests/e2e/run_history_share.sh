@@ -46,7 +46,7 @@ python3 - "$f" "$E2E_TMP" "${USER:-$(id -un)}" "$HOME" <<'PY' || fail "exported 
 import json, sys
 text = open(sys.argv[1]).read()
 j = json.loads(text)
-assert j["format"] == "memgate-profiles" and j["version"] == 1, (j["format"], j["version"])
+assert j["format"] == "memgate-profiles" and j["version"] == 2, (j["format"], j["version"])
 assert len(j["profiles"]) == 12, len(j["profiles"])
 for p in j["profiles"]:
     assert not p["identity"].startswith("/") and ":/" not in p["identity"] and "->/" not in p["identity"], p
