@@ -30,8 +30,11 @@ fi
 specs=()
 for i in $(seq 0 23); do
   if [ $((i % 3)) -eq 0 ]; then
-    # Looks like its neighbours for a while, then triples.
-    specs+=("--base 300M --peak 1536M --ramp 0.6 --peak-at 0.9 --hold 0.5 --after 100M --duration 1.8")
+    # Looks like its neighbours for a while, then triples, and holds it
+    # for 2.5 s: on a loaded machine touching 1.5 GiB is slow and stretches
+    # each profile, and a short peak let the first wave's two surprises
+    # miss each other, so memgate never had to act (a CI failure).
+    specs+=("--base 300M --peak 1536M --ramp 0.6 --peak-at 0.9 --hold 2.5 --after 100M --duration 3.8")
   else
     specs+=("--peak 400M --ramp 0.3 --hold 0.6 --after 100M --duration 1.2")
   fi
