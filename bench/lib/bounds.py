@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """The lower bound on a workload's wall time, as issue 8 defines it:
-    max(sum of CPU / cores, sum of (peak x duration) / capacity, longest job)
+    max(sum of CPU / cores, sum of memory held / capacity, longest job)
+where the memory held is the sum of each job's integral of memory over time
+(the jobs CSV's mem_gb_s) when known, else sum of (peak x duration), which
+over-states it (issue 23: not a lower bound once reservations are released)
 from the jobs' nominal specs (--jobs-csv: name, peak_bytes, duration_s,
 cpu_s[, mem_gb_s]) or from memgate histories (--history-json, repeated:
 `memgate history --json --build ID`, each job's cpu_s and peak_bytes; a
@@ -49,6 +52,8 @@ sum_cpu = sum(j[2] for j in jobs)
 sum_pd = sum(j[0] / 1e9 * j[1] for j in jobs)
 longest = max(j[1] for j in jobs)
 area = sum(j[3] for j in jobs) if all(j[3] is not None for j in jobs) else None
-lb = max(sum_cpu / a.cores, sum_pd / cap, longest)
+# With each job's real memory integral known, it is the memory term: a
+# scheduler that starts jobs beside others' tails beats sum(peak x duration).
+lb = max(sum_cpu / a.cores, (area if area is not None else sum_pd) / cap, longest)
 csv.writer(sys.stdout).writerow([a.workload, a.cores, a.capacity, f"{sum_cpu:.1f}", f"{sum_pd:.1f}", f"{longest:.1f}",
                                  "" if area is None else f"{area:.1f}", f"{lb:.1f}", a.source])

@@ -72,9 +72,10 @@ def main(results_path, bounds_path, reserve):
                            + (f"-j{best['jobs_n']} ({float(best['wall_s']):.1f} s)" if best else "none succeeded"))
         if w in bounds:
             b = bounds[w]
-            area = f", memory actually held {b[6]} GB·s (/capacity: {float(b[6]) / (int(b[2]) / 1e9):.1f} s)" if b[6] else ""
+            mem = (f"Σ∫m(t)dt {b[6]} GB·s" if b[6] else f"Σ(peak×duration) {b[4]} GB·s")
+            area = f" (Σ(peak×duration) would be {b[4]} GB·s)" if b[6] else ""
             footers.append(f"- {w}: lower bound {b[7]} s = max(ΣCPU {b[3]} s / {b[1]} cores, "
-                           f"Σ(peak×duration) {b[4]} GB·s / {int(b[2]) / 1e9:.2f} GB, longest job {b[5]} s){area}; "
+                           f"{mem} / {int(b[2]) / 1e9:.2f} GB, longest job {b[5]} s){area}; "
                            f"from {b[8]}")
     print("\n".join(out))
     print()

@@ -26,19 +26,53 @@ workload_flash() {
   W_PAR_CMD='nvcc -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
   W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
   W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $mem_scale)")
-  w_check() {
-    local src ok=0 total=0
-    for src in "$W_DIR"/*.cu; do
-      total=$((total + 1))
-      head -n1 "${src%.cu}.o" 2>/dev/null | grep -q '^memjob-ok ' && ok=$((ok + 1))
-    done
-    echo "$ok $total"
-  }
+  w_check() { memjob_outputs cu; }
   run_contenders
   # Each sleeping job stands for a CPU-bound compile of its duration on the
   # 16-core machine: CPU = duration.
   /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash --cores "$W_CORES" --capacity "$W_LIMIT" \
     --jobs-csv "$W_DIR/jobs.csv" --source "nominal job specs (memory /$mem_scale, time /$time_scale)" >>"$BENCH_BOUNDS"
+}
+
+# Workload flash-real (issue 23): the measured flash-attn nvcc jobs replayed
+# point by point (bench/lib/flash_real_jobs.py, memjob --curve), memory / 4
+# and time / 8 (--quick: 8 of the 17 jobs, time / 16), each burning CPU at
+# its real rate, so its curve runs on its own CPU time. On this machine's
+# real cores, in a 2.5 GiB cgroup that stands for 10 GiB at real scale: two
+# forward kernels fit at their peaks, a backward one beside another's peak
+# does not, and any job fits beside another's tail.
+workload_flash-real() {
+  local mem_scale=4 time_scale=8 q=()
+  [ "$QUICK" = 1 ] && { time_scale=16; q=(--jobs 8); }
+  W_NAME=flash-real
+  W_DIR="$BENCH_TMP/flash-real"
+  W_LIMIT=$((5 << 29))
+  W_CORES=$(nproc)
+  W_MEMJOBS=""
+  W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 300 || echo 900)
+  /usr/bin/python3 "$BENCH_LIB/flash_real_jobs.py" --data "$FLASH_DATA" "${q[@]}" \
+    --mem-scale "$mem_scale" --time-scale "$time_scale" --out "$W_DIR"
+  (cd "$W_DIR" && ls -1 *.cu >jobs.txt)
+  mkdir -p "$BENCH_TMP/fakecc"
+  ln -sf "$MEMJOB" "$BENCH_TMP/fakecc/nvcc"
+  W_PATH="$BENCH_TMP/fakecc"
+  W_PAR_CMD='nvcc -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
+  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
+  W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $mem_scale)")
+  w_check() { memjob_outputs cu; }
+  run_contenders
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash-real --cores "$W_CORES" --capacity "$W_LIMIT" \
+    --jobs-csv "$W_DIR/jobs.csv" --source "the replayed curves (memory /$mem_scale, time /$time_scale): CPU, integral, length" >>"$BENCH_BOUNDS"
+}
+
+# "OK TOTAL": how many $W_DIR/*.EXT sources have a complete memjob output.
+memjob_outputs() {
+  local src ok=0 total=0
+  for src in "$W_DIR"/*."$1"; do
+    total=$((total + 1))
+    head -n1 "${src%."$1"}.o" 2>/dev/null | grep -q '^memjob-ok ' && ok=$((ok + 1))
+  done
+  echo "$ok $total"
 }
 
 # Helpers for the real-compiler workloads (gxx, nvcc).

@@ -8,7 +8,7 @@
 //   memjob [--peak SIZE] [--base SIZE] [--ramp S] [--peak-at S] [--hold S]
 //          [--after SIZE] [--duration S] [--cpu] [--out FILE] [--fail N]
 //          [--step-ms N] [--forever] [--pidfile FILE] [--ready FILE]
-//          [--hold-until FILE] [--work S]
+//          [--hold-until FILE] [--work S] [--curve FILE [--rate R]]
 //          [compiler-style: -c SRC -o OUT -MD -MF DEP ...]
 //
 // Profile over time t (seconds): `base` until the ramp starts, linear growth
@@ -24,6 +24,16 @@
 // host faults memory in slowly) stretches the profile rather than making
 // the next step jump. A job never grows faster than its profile says, and
 // holds its peak for the full `hold` however late it got there.
+//
+// --curve FILE replays a measured memory curve instead: FILE's rows
+// "t_seconds,bytes" (other lines, like a header, are skipped), followed
+// point by point, linearly between them, until the last row's time; the
+// peak is the largest row. With --rate R (0 < R <= 1: the real job's CPU
+// seconds per wall second) the curve's clock is the job's own CPU time / R
+// and memjob burns CPU R of each step and sleeps the rest: on a loaded
+// machine, or frozen, the curve stretches as a compiler's would. Without
+// --rate it follows the wall clock, sleeping. bench/run's flash-real
+// workload replays the flash-attn profiles this way.
 //
 // Spec files: every line of SRC containing "memjob:" adds the options after
 // it (command-line options win). OUT receives
@@ -59,6 +69,8 @@ struct Profile {
   bool after_set = false;
   double ramp = 0, peak_at = -1, hold = 0, duration = 0;
   double work = 0;  // --work: CPU-seconds to burn at the end, however long that takes
+  std::string curve;  // --curve FILE
+  double rate = 0;    // --rate: CPU seconds per curve second (0: the wall clock)
   bool cpu = false, forever = false;
   int fail = 0;
   double step_ms = 50;
@@ -114,7 +126,7 @@ bool takes_value(std::string_view name) {
 bool is_memjob_option(std::string_view name) {
   static const char* const names[] = {"peak",  "base",     "ramp",    "peak-at", "hold",   "after",   "duration",
                                       "cpu",   "out",      "fail",    "step-ms", "forever", "pidfile", "ready",
-                                      "hold-until", "work"};
+                                      "hold-until", "work", "curve", "rate"};
   for (const char* n : names)
     if (name == n) return true;
   return false;
@@ -137,6 +149,8 @@ void apply_option(Profile& p, const std::string& name, const std::string& value)
   else if (name == "pidfile") p.pidfile = value;
   else if (name == "ready") p.ready = value;
   else if (name == "hold-until") p.hold_until = value;
+  else if (name == "curve") p.curve = value;
+  else if (name == "rate") ok = parse_seconds(value, p.rate) && p.rate > 0 && p.rate <= 1;
   else if (name == "fail") {
     char* end = nullptr;
     long v = std::strtol(value.c_str(), &end, 10);
@@ -322,17 +336,18 @@ void wait_until(double deadline, bool burn) {
   }
 }
 
+double process_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 // A fixed amount of computing, as a compiler does: on a loaded machine it
 // takes longer (unlike --cpu, which burns until a deadline).
 void burn_cpu_seconds(double seconds) {
-  auto cpu_now = [] {
-    timespec ts{};
-    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-  };
-  const double until = cpu_now() + seconds;
+  const double until = process_cpu_s() + seconds;
   volatile std::uint64_t x = 1;
-  while (cpu_now() < until)
+  while (process_cpu_s() < until)
     for (int i = 0; i < 10000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 }
 
@@ -359,6 +374,60 @@ void run_profile(const Profile& p) {
     wait_until(step_start + (held ? step : next - t), p.cpu);
     t = next;
   }
+}
+
+struct CurvePoint {
+  double t;
+  double bytes;
+};
+
+std::vector<CurvePoint> read_curve(const std::string& path) {
+  std::istringstream lines(read_whole(path));
+  std::vector<CurvePoint> pts;
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    auto comma = line.find(',');
+    double t = 0;
+    std::uint64_t b = 0;
+    if (comma == std::string::npos || !parse_seconds(line.substr(0, comma), t) ||
+        !parse_size(line.substr(comma + 1), b))
+      die(2, path + ": not a 't_seconds,bytes' row: " + line);
+    if (!pts.empty() && t < pts.back().t) die(2, path + ": times go backwards at " + line);
+    pts.push_back({t, static_cast<double>(b)});
+  }
+  if (pts.empty()) die(2, path + ": no 't_seconds,bytes' rows");
+  return pts;
+}
+
+double curve_at(const std::vector<CurvePoint>& pts, double t) {
+  if (t <= pts.front().t) return pts.front().bytes;
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    if (t <= pts[i].t) {
+      double span = pts[i].t - pts[i - 1].t;
+      double f = span > 0 ? (t - pts[i - 1].t) / span : 1;
+      return pts[i - 1].bytes + f * (pts[i].bytes - pts[i - 1].bytes);
+    }
+  }
+  return pts.back().bytes;
+}
+
+// --curve: the curve's clock is CPU time / rate (or the wall clock), so a
+// job that gets less CPU than it asks for takes longer, as a compiler does.
+void run_curve(const Profile& p, const std::vector<CurvePoint>& pts) {
+  Memory mem;
+  const double step = p.step_ms / 1000.0, end = pts.back().t;
+  const double wall0 = now_s(), cpu0 = process_cpu_s();
+  auto clock = [&] { return p.rate > 0 ? (process_cpu_s() - cpu0) / p.rate : now_s() - wall0; };
+  for (double t = clock(); t < end; t = clock()) {
+    const double step_start = now_s(), step_cpu = process_cpu_s();
+    mem.set(static_cast<std::uint64_t>(curve_at(pts, t)));
+    // rate x step of CPU per step (touching new pages counts), then sleep
+    // what the real job spent waiting (I/O, the driver between its tools).
+    if (p.rate > 0) burn_cpu_seconds(step_cpu + p.rate * step - process_cpu_s());
+    wait_until(step_start + step, false);
+  }
+  burn_cpu_seconds(p.work);
 }
 
 std::string depfile_for(const Invocation& inv, const std::string& out) {
@@ -416,7 +485,15 @@ int main(int argc, char** argv) {
   if (p.peak_at < 0) p.peak_at = p.ramp;
 
   if (!p.pidfile.empty()) write_text(p.pidfile, std::to_string(::getpid()) + "\n");
-  run_profile(p);
+  if (!p.curve.empty()) {
+    auto pts = read_curve(p.curve);
+    double top = 0;
+    for (const auto& pt : pts) top = pt.bytes > top ? pt.bytes : top;
+    p.peak = static_cast<std::uint64_t>(top);
+    run_curve(p, pts);
+  } else {
+    run_profile(p);
+  }
 
   if (p.fail != 0) die(p.fail, "failing with status " + std::to_string(p.fail) + " as asked");
   std::string out = !p.out.empty() ? p.out : inv.out;
