@@ -87,4 +87,23 @@ for cmd in run doctor history plan report; do
     grep -qx -- "$opt" <<<"$offered" || fail "zsh: memgate $cmd: $opt is in --help but not completed"
   done
 done
+
+note "zsh: --build and --forget complete 'last' and the ids of recorded builds"
+# zsh_builds WORD...: what _memgate_builds offers on the command line
+# WORD..., with compadd and _call_program stubbed as zsh_specs does.
+zsh_builds() {
+  PATH="$(dirname "$MEMGATE"):$PATH" zsh -f -c '
+    _arguments() { :; }
+    _call_program() { shift; eval "$@"; }
+    compadd() { [[ $1 == - ]] && shift; print -rl -- "$@"; }
+    script=$1 extra=$2; shift 2
+    words=(memgate); CURRENT=1
+    source "$script"
+    words=("$@"); memgate_bin=memgate
+    _memgate_builds ${=extra}' _ "$zdir/_memgate" "$@"
+}
+got=$(zsh_builds last memgate plan --history "$db" --build '' | sort | tr '\n' ' ')
+assert_eq "$want" "$got" "zsh: memgate plan --history DB --build <TAB>"
+got=$(zsh_builds '' memgate history --history "$db" --forget '' | sort | tr '\n' ' ')
+assert_eq "$(printf '%s\n' $ids | sort | tr '\n' ' ')" "$got" "zsh: memgate history --forget <TAB>"
 echo "ok"
