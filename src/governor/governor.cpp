@@ -176,7 +176,7 @@ void Governor::enqueue(GovJob& j) {
 void Governor::activate(GovJob& j) { active_[j.id] = &j; }
 void Governor::deactivate(GovJob& j) { active_.erase(j.id); }
 
-GovernorCounts Governor::counts() const {
+GovernorCounts Governor::counts(double now) const {
   GovernorCounts c;
   c.done = static_cast<int>(done_.size());
   for (const auto& [id, j] : jobs_) {
@@ -187,6 +187,12 @@ GovernorCounts Governor::counts() const {
         else if (j.blocked_by_cpu) ++c.waiting_cpu;
         break;
       case JobState::running:
+        if (now >= 0 && j.start_t >= 0) {
+          const double ran = std::max(0.0, now - j.start_t);
+          c.running_job_s += j.pred.wall_s > 0 ? std::min(ran, j.pred.wall_s) : ran;
+        }
+        ++c.running;
+        break;
       case JobState::killing: ++c.running; break;
       case JobState::frozen: ++c.frozen; break;
       case JobState::done: break;

@@ -251,6 +251,10 @@ struct Decisions {
 
 struct GovernorCounts {
   int waiting = 0, waiting_memory = 0, waiting_cpu = 0, running = 0, frozen = 0, done = 0;
+  // How long the running jobs have run so far, each at most its predicted
+  // duration where one is known (counts(now) only): the ETA's progress
+  // within jobs that have not ended.
+  double running_job_s = 0;
 };
 
 class Governor {
@@ -325,7 +329,7 @@ class Governor {
   const GovJob& job(JobId id) const;
   const Counters& counters() const { return counters_; }
   const std::vector<GovEvent>& events() const { return events_; }
-  GovernorCounts counts() const;
+  GovernorCounts counts(double now = -1) const;
   const GovernorConfig& config() const { return cfg_; }
   // What admission believes is still free (for status and tests).
   Bytes headroom(const MemoryView& view) const;

@@ -10,7 +10,7 @@
 
 namespace memgate {
 
-double estimate_eta(const ProgressReference& ref, int done, double done_job_s) {
+double estimate_eta(const ProgressReference& ref, int done, double done_job_s, double running_job_s) {
   if (ref.jobs <= 0 || done >= ref.jobs || ref.wall_s <= 0) return -1;
   const double left_by_count = static_cast<double>(ref.jobs - done) / ref.jobs;
   if (ref.job_s <= 0) return ref.wall_s * left_by_count;
@@ -19,7 +19,7 @@ double estimate_eta(const ProgressReference& ref, int done, double done_job_s) {
   // of the jobs done here.
   if (left_job_s <= 0) left_job_s = done > 0 ? (ref.jobs - done) * (done_job_s / done) : ref.job_s * left_by_count;
   const double parallelism = std::max(1.0, ref.job_s / ref.wall_s);
-  return left_job_s / parallelism;
+  return std::max(0.0, left_job_s - running_job_s) / parallelism;
 }
 namespace {
 

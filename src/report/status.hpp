@@ -37,10 +37,12 @@ struct ProgressReference {
 };
 
 // Seconds left: the reference's job time not yet matched by the jobs done
-// here (`done_job_s`), at the parallelism the reference ran at. -1 when
-// nothing is known, and once `done` reaches the reference's count (past
-// it the reference no longer says how much is left).
-double estimate_eta(const ProgressReference& ref, int done, double done_job_s);
+// here (`done_job_s`) and the time the running ones have run so far
+// (`running_job_s`, so the ETA counts down while long jobs run), at the
+// parallelism the reference ran at. -1 when nothing is known, and once
+// `done` reaches the reference's count (past it the reference no longer
+// says how much is left).
+double estimate_eta(const ProgressReference& ref, int done, double done_job_s, double running_job_s = 0);
 
 // The status as one line of text, without a newline and without any
 // control character. `tty`: the line is for a terminal `width` columns

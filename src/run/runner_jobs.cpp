@@ -280,9 +280,9 @@ void Runner::log_new_events() {
 }
 
 StatusSnapshot Runner::snapshot() const {
-  GovernorCounts c = gov_->counts();
   StatusSnapshot s;
   s.elapsed_s = now();
+  GovernorCounts c = gov_->counts(s.elapsed_s);
   s.done = c.done;
   s.known_total = progress_ref_.jobs;
   s.running = c.running;
@@ -292,7 +292,7 @@ StatusSnapshot Runner::snapshot() const {
   s.used = view_.build_used;
   s.budget = budget_.budget;
   if (s.elapsed_s > 0) s.objects_per_min = 60.0 * c.done / s.elapsed_s;
-  s.eta_s = estimate_eta(progress_ref_, c.done, recorder_.finished_job_s());
+  s.eta_s = estimate_eta(progress_ref_, c.done, recorder_.finished_job_s(), c.running_job_s);
   return s;
 }
 

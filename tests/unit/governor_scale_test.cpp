@@ -136,3 +136,13 @@ TEST(GovernorScale, TheWaitingJobsOfAShareOfLearningsArePredictedAgainAtOnce) {
   s.gov->learn(s.record(running[1], 0.02));
   EXPECT_EQ(s.predictions - before, 64);  // every waiting job (the running ones' came from history)
 }
+
+TEST(GovernorScale, RunningJobTimeIsCappedAtEachJobsPredictedDuration) {
+  Scale s(2);
+  s.submit("a", 2);
+  s.submit("b", 10);
+  ASSERT_EQ(s.gov->step({}, 0).admit.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.gov->counts(1).running_job_s, 2.0);
+  EXPECT_DOUBLE_EQ(s.gov->counts(5).running_job_s, 2.0 + 5.0) << "a is past its 2 s: it counts 2";
+  EXPECT_DOUBLE_EQ(s.gov->counts().running_job_s, 0.0) << "without a time, nothing";
+}

@@ -271,3 +271,11 @@ TEST(EstimateEta, FromTheReferenceJobTimeAtItsParallelism) {
   EXPECT_LT(estimate_eta(ProgressReference{}, 3, 1.0), 0) << "nothing known";
   EXPECT_DOUBLE_EQ(estimate_eta(ProgressReference{10, 0.0, 20.0}, 5, 0.0), 10.0) << "no job times: by the count";
 }
+
+TEST(EstimateEta, CountsDownWhileLongJobsRun) {
+  ProgressReference ref{10, 400.0, 100.0};  // 4 at once
+  const double at_start = estimate_eta(ref, 6, 80.0);
+  EXPECT_DOUBLE_EQ(at_start, 80.0);
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 6, 80.0, 120.0), 50.0) << "4 jobs have run 30 s each";
+  EXPECT_DOUBLE_EQ(estimate_eta(ref, 6, 80.0, 400.0), 0.0) << "never below zero";
+}
