@@ -35,18 +35,20 @@ workload_flash() {
 }
 
 # Workload flash-real (issue 23): the measured flash-attn nvcc jobs replayed
-# point by point (bench/lib/flash_real_jobs.py, memjob --curve), memory / 4
-# and time / 8 (--quick: 8 of the 17 jobs, time / 16), each burning CPU at
-# its real rate, so its curve runs on its own CPU time. On this machine's
-# real cores, in a 2.5 GiB cgroup that stands for 10 GiB at real scale: two
-# forward kernels fit at their peaks, a backward one beside another's peak
-# does not, and any job fits beside another's tail.
+# point by point (bench/lib/flash_real_jobs.py, memjob --curve) at their
+# real memory, time / 8 (--quick: 8 of the 17 jobs, time / 16), each
+# burning CPU at its real rate, so its curve runs on its own CPU time. On
+# this machine's real cores, in a 10 GiB cgroup: two forward kernels fit at
+# their peaks, a backward one beside another's peak does not, and any job
+# fits beside another's tail. Real memory, not scaled: memgate's defaults
+# for a job nothing has seen are at real scale, so a scaled-down workload
+# would make its cold start look worse than a user's.
 workload_flash-real() {
-  local mem_scale=4 time_scale=8 q=()
+  local mem_scale=1 time_scale=8 q=()
   [ "$QUICK" = 1 ] && { time_scale=16; q=(--jobs 8); }
   W_NAME=flash-real
   W_DIR="$BENCH_TMP/flash-real"
-  W_LIMIT=$((5 << 29))
+  W_LIMIT=$((10 << 30))
   W_CORES=$(nproc)
   W_MEMJOBS=""
   W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 300 || echo 900)
