@@ -172,7 +172,11 @@ run_contenders() {
   # 3. The best static -j.
   static_sweep
   # 4. GNU parallel, with its memory options (bench/README.md: the choices).
+  # F = S/2, but F + S within the machine: parallel starts a job only when
+  # F + S is free, and with more it never starts one (flash-real's 8 GiB
+  # under 1.5 times its biggest job).
   local suspend=${W_PAR_PEAK:-0} free=$((${W_PAR_PEAK:-0} / 2))
+  ((free + suspend <= W_LIMIT)) || free=$(((W_LIMIT - suspend) / 2))
   [ "${W_PARALLEL:-1}" = 0 ] || contender "parallel -j$W_CORES --memfree $((free >> 20))M --memsuspend $((suspend >> 20))M --retries 10" \
     parallel "$W_CORES" env -C "$W_DIR" PATH="$BENCH_LIB/cgroup-meminfo${W_PATH:+:$W_PATH}:$PATH" \
     parallel -j"$W_CORES" --memfree "$free" --memsuspend "$suspend" --retries 10 \
