@@ -130,10 +130,11 @@ int TokenPool::held() const {
   return h;
 }
 
-int TokenPool::offer(int target) {
+int TokenPool::offer(int target, int held_seen) {
   int now = waiting();
   // A client that wrote more than it took: the extra were never ours.
   if (now > issued_) issued_ = now;
+  if (held_seen >= 0) target = std::max(0, target - std::max(0, (issued_ - now) - held_seen));
   char buf[256];
   while (now < target) {
     int n = std::min<int>(target - now, sizeof buf);

@@ -85,7 +85,11 @@ class TokenPool {
   int held() const;     // tokens the clients hold now
   // Puts tokens in or takes them out until `target` wait in the fifo (as
   // far as the clients leave them there). Returns how many are waiting.
-  int offer(int target);
+  // `held_seen`: the held count `target` was worked out for (< 0: now).
+  // Tokens the clients took since count against it: a target meant for 1
+  // held, written once a client had taken a second, gave make a job more
+  // than the slots (CI: 4 compiles at once at --jobs 3).
+  int offer(int target, int held_seen = -1);
   // `n` held tokens will never come back (their holders are gone): they
   // stop counting as held, so offer() puts new ones in their place.
   void reclaim(int n);

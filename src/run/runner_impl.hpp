@@ -122,6 +122,7 @@ class Runner {
   std::optional<TokenPool> tokens_;  // the jobserver, when served
   int tokens_logged_held_ = -1, tokens_logged_waiting_ = -1;
   int tokens_max_held_ = 0;
+  int tokens_told_held_ = 0;  // what tell_tokens last told the governor clients hold
   LeakWatch token_leaks_;
   double next_leak_scan_ = 0;
   int tokens_reclaimed_ = 0;

@@ -100,12 +100,13 @@ void Runner::tell_tokens(double t) {
     }
   }
   tokens_max_held_ = std::max(tokens_max_held_, held);
+  tokens_told_held_ = held;
   gov_->set_jobserver(held, tokens_->client_seen());
 }
 
 void Runner::offer_tokens(double t) {
   if (!tokens_) return;
-  int waiting = tokens_->offer(gov_->tokens_to_offer(view_, t));
+  int waiting = tokens_->offer(gov_->tokens_to_offer(view_, t), tokens_told_held_);
   int held = tokens_->held();
   if (tokens_log_ && (held != tokens_logged_held_ || waiting != tokens_logged_waiting_)) {
     std::fprintf(tokens_log_, "%.3f held %d waiting %d reclaimed %d\n", t, held, waiting, tokens_reclaimed_);

@@ -164,6 +164,25 @@ TEST(TokenPool, FifoIsPrivateAndOffersWhatItIsTold) {
             std::string::npos);
 }
 
+TEST(TokenPool, TokensTakenSinceTheTargetWasWorkedOutCountAgainstIt) {
+  TempDir t("js");
+  auto dir = PrivateDir::create({t.path()}, 4096);
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  auto pool = TokenPool::create(dir->fd(), dir->path());
+  ASSERT_TRUE(pool.ok()) << pool.error();
+  ASSERT_EQ(pool->offer(2), 2);
+  char buf[2];
+  ASSERT_EQ(::read(pool->build_read_fd(), buf, 1), 1);
+  const int seen = pool->held();  // 1: the governor is told so, and offers 1 more
+  ASSERT_EQ(seen, 1);
+  ASSERT_EQ(::read(pool->build_read_fd(), buf, 1), 1);  // meanwhile a client takes the other
+  EXPECT_EQ(pool->offer(1, seen), 0) << "the target was for 1 held; 2 are";
+  EXPECT_EQ(pool->held(), 2);
+  ASSERT_EQ(::write(pool->build_write_fd(), buf, 2), 2);  // both returned
+  EXPECT_EQ(pool->offer(1, 2), 1) << "returned tokens do not raise it";
+  EXPECT_EQ(pool->held(), 0);
+}
+
 TEST(TokenPool, RefusesANameThatExists) {
   TempDir t("js");
   auto dir = PrivateDir::create({t.path()}, 4096);
