@@ -211,10 +211,13 @@ void Governor::account_time(double now) {
     double dt_ms = (now - last_t_) * 1000.0;
     // What held a waiting job back: every core busy (more RAM would not
     // have started it sooner, whatever it waited for), else memory, else a
-    // --jobs below the cores.
+    // --jobs below the cores. More gated jobs running than cores (--jobs
+    // above the cores, the build tool's -j at its limit, so none waits
+    // here) is CPU-bound too: they share the cores.
     const int cores = cfg_.cores > 0 ? cfg_.cores : cfg_.slots;
     const bool waiting = any_memory_blocked_ || any_cpu_blocked_;
-    if (waiting && busy_slots() >= cores) count(Counter::cpu_bound_ms, std::llround(dt_ms));
+    const int busy = busy_slots();
+    if ((waiting && busy >= cores) || busy > cores) count(Counter::cpu_bound_ms, std::llround(dt_ms));
     else if (any_memory_blocked_) count(Counter::memory_bound_ms, std::llround(dt_ms));
     else if (any_cpu_blocked_) count(Counter::slots_bound_ms, std::llround(dt_ms));
     std::int64_t frozen = 0;

@@ -537,6 +537,19 @@ TEST(Governor, WhatHeldABuildBackIsReadAgainstTheCores) {
   slots.g().step(used(0), 1);
   EXPECT_EQ(slots.g().counters().at(Counter::slots_bound_ms), 1000) << "--jobs 1 on 2 cores";
   EXPECT_EQ(slots.g().counters().at(Counter::cpu_bound_ms), 0);
+  // --jobs 4 on 2 cores under ninja -j4: none waits here, four share two cores.
+  Fixture over(4 * GiB, 4);
+  over.cfg.cores = 2;
+  for (const char* n : {"a", "b", "c", "d"}) over.submit(n, 100 * MiB);
+  ASSERT_EQ(over.g().step(used(0), 0).admit.size(), 4u);
+  over.g().step(used(0), 2);
+  EXPECT_EQ(over.g().counters().at(Counter::cpu_bound_ms), 2000) << "4 jobs on 2 cores";
+  Fixture even(4 * GiB, 2);
+  even.cfg.cores = 2;
+  for (const char* n : {"a", "b"}) even.submit(n, 100 * MiB);
+  even.g().step(used(0), 0);
+  even.g().step(used(0), 2);
+  EXPECT_EQ(even.g().counters().at(Counter::cpu_bound_ms), 0) << "as many jobs as cores, none waiting";
 }
 
 TEST(Governor, WaitingJobsPickUpBetterPredictions) {
