@@ -52,6 +52,24 @@ def fit(row, prof):
     return dict(base=base, peak=peak, peak_at=t_peak, hold=hold, after=after, duration=duration, area=area)
 
 
+def write_build(out, jobs):
+    """jobs.csv (name, peak, duration, CPU, memory area) and the Makefile of
+    the .cu spec files in `out`; shared with flash_real_jobs.py."""
+    with open(os.path.join(out, "jobs.csv"), "w") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "peak_bytes", "duration_s", "cpu_s", "mem_gb_s"])
+        for j in sorted(jobs):
+            w.writerow([j[0], j[1], f"{j[2]:.3f}", f"{j[3]:.3f}", f"{j[4]:.3f}"])
+    # The flags flash-attn's setup.py passes that memgate reads (target arch,
+    # --threads); memjob ignores them.
+    with open(os.path.join(out, "Makefile"), "w") as f:
+        f.write("NVCCFLAGS := -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1\n"
+                "SRCS := $(sort $(wildcard *.cu))\n"
+                "all: $(SRCS:.cu=.o)\n"
+                "%.o: %.cu\n\tnvcc $(NVCCFLAGS) -c $< -o $@\n"
+                "clean:\n\trm -f *.o\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="directory with flash-attn-nvcc-jobs.csv and flash-attn-profiles/")
@@ -92,20 +110,7 @@ def main():
         dur = m["duration"] / ts
         jobs.append((name, int(m["peak"] / ms), dur, dur, m["area"] / ms / ts / 1e9))
 
-    with open(os.path.join(a.out, "jobs.csv"), "w") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "peak_bytes", "duration_s", "cpu_s", "mem_gb_s"])
-        for j in sorted(jobs):
-            w.writerow([j[0], j[1], f"{j[2]:.3f}", f"{j[3]:.3f}", f"{j[4]:.3f}"])
-    # The flags flash-attn's setup.py passes that memgate reads (target arch,
-    # --threads); memjob ignores them.
-    with open(os.path.join(a.out, "Makefile"), "w") as f:
-        f.write("NVCCFLAGS := -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1\n"
-                "SRCS := $(sort $(wildcard *.cu))\n"
-                "all: $(SRCS:.cu=.o)\n"
-                "%.o: %.cu\n\tnvcc $(NVCCFLAGS) -c $< -o $@\n"
-                "clean:\n\trm -f *.o\n")
-
+    write_build(a.out, jobs)
 
 if __name__ == "__main__":
     main()

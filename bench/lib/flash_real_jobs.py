@@ -24,14 +24,7 @@ import os
 import random
 import sys
 
-
-def load_profile(path):
-    rows = []
-    with open(path) as f:
-        for r in csv.reader(f):
-            if r and r[0][:1].isdigit():
-                rows.append((float(r[0]), int(r[1])))
-    return rows
+from flash_jobs import load_profile, write_build
 
 
 def area_gb_s(rows):
@@ -75,18 +68,7 @@ def main():
         duration = scaled[-1][0]
         jobs.append((name, max(b for _, b in scaled), duration, duration * rate, area_gb_s(scaled)))
 
-    with open(os.path.join(a.out, "jobs.csv"), "w") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "peak_bytes", "duration_s", "cpu_s", "mem_gb_s"])
-        for j in sorted(jobs):
-            w.writerow([j[0], j[1], f"{j[2]:.3f}", f"{j[3]:.3f}", f"{j[4]:.3f}"])
-    with open(os.path.join(a.out, "Makefile"), "w") as f:
-        f.write("NVCCFLAGS := -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1\n"
-                "SRCS := $(sort $(wildcard *.cu))\n"
-                "all: $(SRCS:.cu=.o)\n"
-                "%.o: %.cu\n\tnvcc $(NVCCFLAGS) -c $< -o $@\n"
-                "clean:\n\trm -f *.o\n")
-
+    write_build(a.out, jobs)
 
 if __name__ == "__main__":
     main()

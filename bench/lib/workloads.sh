@@ -19,14 +19,7 @@ workload_flash() {
   W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 240 || echo 600)
   /usr/bin/python3 "$BENCH_LIB/flash_jobs.py" --data "$FLASH_DATA" --jobs "$njobs" \
     --mem-scale "$mem_scale" --time-scale "$time_scale" --out "$W_DIR"
-  (cd "$W_DIR" && ls -1 *.cu >jobs.txt)
-  mkdir -p "$BENCH_TMP/fakecc"
-  ln -sf "$MEMJOB" "$BENCH_TMP/fakecc/nvcc"
-  W_PATH="$BENCH_TMP/fakecc"
-  W_PAR_CMD='nvcc -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
-  W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
-  W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $mem_scale)")
-  w_check() { memjob_outputs cu; }
+  memjob_nvcc_build "$mem_scale"
   run_contenders
   # Each sleeping job stands for a CPU-bound compile of its duration on the
   # 16-core machine: CPU = duration.
@@ -54,17 +47,25 @@ workload_flash-real() {
   W_TIMEOUT=$([ "$QUICK" = 1 ] && echo 300 || echo 900)
   /usr/bin/python3 "$BENCH_LIB/flash_real_jobs.py" --data "$FLASH_DATA" "${q[@]}" \
     --mem-scale "$mem_scale" --time-scale "$time_scale" --out "$W_DIR"
+  memjob_nvcc_build "$mem_scale"
+  run_contenders
+  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash-real --cores "$W_CORES" --capacity "$W_LIMIT" \
+    --jobs-csv "$W_DIR/jobs.csv" --source "the replayed curves (memory /$mem_scale, time /$time_scale): CPU, integral, length" >>"$BENCH_BOUNDS"
+}
+
+# memjob_nvcc_build MEM_SCALE: the contenders' settings for $W_DIR's .cu
+# memjob specs built by nvcc (memjob under that name): jobs.txt, the fake
+# compiler first in PATH, GNU parallel's command and peak, flash-attn's
+# formula at that memory scale, and the output check.
+memjob_nvcc_build() {
   (cd "$W_DIR" && ls -1 *.cu >jobs.txt)
   mkdir -p "$BENCH_TMP/fakecc"
   ln -sf "$MEMJOB" "$BENCH_TMP/fakecc/nvcc"
   W_PATH="$BENCH_TMP/fakecc"
   W_PAR_CMD='nvcc -O3 -std=c++17 --use_fast_math -gencode arch=compute_80,code=sm_80 --threads 1 -c {} -o {.}.o'
   W_PAR_PEAK=$(/usr/bin/python3 -c 'import csv,sys; print(max(int(r["peak_bytes"]) for r in csv.DictReader(open(sys.argv[1]))))' "$W_DIR/jobs.csv")
-  W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $mem_scale)")
+  W_FORMULA_GB_PER_THREAD=$(/usr/bin/python3 -c "print(5 / $1)")
   w_check() { memjob_outputs cu; }
-  run_contenders
-  /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash-real --cores "$W_CORES" --capacity "$W_LIMIT" \
-    --jobs-csv "$W_DIR/jobs.csv" --source "the replayed curves (memory /$mem_scale, time /$time_scale): CPU, integral, length" >>"$BENCH_BOUNDS"
 }
 
 # "OK TOTAL": how many $W_DIR/*.EXT sources have a complete memjob output.
