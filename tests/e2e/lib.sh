@@ -35,6 +35,21 @@ e2e_cleanup() {
 }
 trap e2e_cleanup EXIT
 
+# child_of PID -> the PID of the first process whose parent is PID, or
+# nothing. Pure bash, as busybox (the VM) has no `ps --ppid`: an awk over
+# /proc/[0-9]*/stat is wrong here, as mawk gives up at the first file of the
+# glob whose process has ended since (CI failed so under load). comm, in
+# parentheses, may hold spaces: the fields are read after its last ")".
+child_of() {
+  local parent=$1 f line fields
+  for f in /proc/[0-9]*/stat; do
+    { read -r line <"$f"; } 2>/dev/null || continue
+    read -r -a fields <<<"${line##*) }"  # state ppid pgrp ...
+    if [ "${fields[1]:-}" = "$parent" ]; then f=${f#/proc/}; echo "${f%/stat}"; return 0; fi
+  done
+  return 0
+}
+
 # assert_eq EXPECTED ACTUAL MESSAGE
 assert_eq() { [ "$1" == "$2" ] || fail "$3: expected '$1', got '$2'"; }
 

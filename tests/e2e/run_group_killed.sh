@@ -17,10 +17,6 @@ export PATH="$(fake_compilers):$PATH"
 w="$E2E_TMP/work"
 hist="$E2E_TMP/h.db"
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-# child_of PID: the first process whose parent is PID.
-# A process that ends between the glob and awk's open makes awk exit 2 even
-# when it found the child (CI failed so under load): its status is not ours.
-child_of() { awk -v p="$1" '$4 == p {print $1; exit}' /proc/[0-9]*/stat 2>/dev/null || true; }
 
 for how in timeout kill-group; do
   marker="memgate-group-$how-$$-$RANDOM"

@@ -12,10 +12,6 @@ source "$(dirname "$0")/vmlib.sh"
 export PATH="$(fake_compilers):$PATH"
 w="$E2E_TMP/work"
 hist="$E2E_TMP/h.db"
-# child_of PID: the first process whose parent is PID (busybox ps has no --ppid).
-# A process that ends between the glob and awk's open makes awk exit 2 even
-# when it found the child (CI failed so under load): its status is not ours.
-child_of() { awk -v p="$1" '$4 == p {print $1; exit}' /proc/[0-9]*/stat 2>/dev/null || true; }
 memjob_workload "$w" "--peak 20M --duration 0.3" "--peak 20M --duration 0.3" "--peak 20M --duration 0.3"
 cg=$(cg_make group 600M)
 cg_run "$cg" "$MEMGATE" run --jobs 3 --memory 400M --reserve 64M --history "$hist" -- make -s -C "$w" -j3 \
