@@ -279,10 +279,13 @@ std::vector<pid_t> Cgroup::processes() const {
   return pids.value_or(std::vector<pid_t>{});
 }
 
-std::vector<pid_t> Cgroup::all_processes() const {
+std::vector<pid_t> Cgroup::all_processes() const { return all_processes_except({}); }
+
+std::vector<pid_t> Cgroup::all_processes_except(std::string_view skip) const {
   auto out = processes();
   for (const auto& child : child_dirs(memory_dir_)) {
-    auto more = open(version_, child).all_processes();
+    if (!skip.empty() && std::string_view(child).substr(child.rfind('/') + 1).starts_with(skip)) continue;
+    auto more = open(version_, child).all_processes_except(skip);
     out.insert(out.end(), more.begin(), more.end());
   }
   return out;

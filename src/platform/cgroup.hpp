@@ -113,6 +113,9 @@ class Cgroup {
   Status add_process(pid_t pid) const;
   std::vector<pid_t> processes() const;      // direct members
   std::vector<pid_t> all_processes() const;  // members of this cgroup and every child cgroup
+  // ... except the child cgroups (and their subtrees) whose name starts
+  // with `skip` (a job's own cgroups, which need no reading).
+  std::vector<pid_t> all_processes_except(std::string_view skip) const;
 
   // False when MEMGATE_NO_FREEZER is set (see freezer_forced_off).
   bool can_freeze() const;

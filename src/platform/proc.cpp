@@ -8,8 +8,10 @@
 #include <deque>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "platform/text.hpp"
+#include "util/clock.hpp"
 #include "util/fs.hpp"
 
 namespace memgate::platform {
@@ -212,6 +214,19 @@ bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc_root) {
     pid = st->ppid;
   }
   return false;
+}
+
+ProcSnapshot::ProcSnapshot(double max_age_s, std::string proc_root)
+    : max_age_s_(max_age_s), proc_root_(std::move(proc_root)) {}
+
+const std::vector<ProcInfo>& ProcSnapshot::all() {
+  const double now = monotonic_s();
+  if (taken_s_ < 0 || now - taken_s_ > max_age_s_) {
+    all_ = read_all_processes(proc_root_);
+    taken_s_ = now;
+    ++scans_;
+  }
+  return all_;
 }
 
 double ticks_to_seconds(std::uint64_t ticks) {

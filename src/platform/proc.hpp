@@ -98,4 +98,21 @@ bool descends_from(pid_t pid, pid_t ancestor, const std::string& proc_root = "/p
 
 double ticks_to_seconds(std::uint64_t ticks);
 
+// One /proc snapshot shared by every reader within `max_age_s` (by the
+// monotonic clock): N jobs measured from /proc in one tick cost one scan
+// of /proc, not N. Not for killing or freezing, which want a fresh tree.
+class ProcSnapshot {
+ public:
+  explicit ProcSnapshot(double max_age_s = 0.05, std::string proc_root = "/proc");
+  const std::vector<ProcInfo>& all();
+  int scans() const { return scans_; }
+
+ private:
+  double max_age_s_;
+  std::string proc_root_;
+  double taken_s_ = -1;
+  int scans_ = 0;
+  std::vector<ProcInfo> all_;
+};
+
 }  // namespace memgate::platform

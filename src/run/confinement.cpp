@@ -9,6 +9,7 @@
 #include "platform/cgroup_stale.hpp"
 #include "platform/meminfo.hpp"
 #include "platform/proc.hpp"
+#include "run/job_exec.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -122,7 +123,7 @@ void Confinement::watch(pid_t build_pid) {
   if (!path_exists(confine_->memory_dir())) {
     why = "the build's cgroup was removed";
   } else if (build_pid > 0) {
-    auto members = confine_->all_processes();
+    auto members = processes_outside_jobs();  // the build tool never joins a job's cgroup
     bool inside = std::find(members.begin(), members.end(), build_pid) != members.end();
     // An exiting build tool leaves its cgroup before it is reaped.
     auto st = platform::read_proc_stat(build_pid);
@@ -143,6 +144,10 @@ std::optional<Bytes> Confinement::peak() const { return confine_ ? confine_->pea
 
 std::vector<pid_t> Confinement::processes() const {
   return confine_ ? confine_->all_processes() : std::vector<pid_t>{};
+}
+
+std::vector<pid_t> Confinement::processes_outside_jobs() const {
+  return confine_ ? confine_->all_processes_except(kJobCgroupPrefix) : std::vector<pid_t>{};
 }
 
 void Confinement::kill_all() const {

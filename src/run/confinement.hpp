@@ -66,6 +66,9 @@ class Confinement {
   std::optional<Bytes> peak() const;
   // Every process in the build's cgroups.
   std::vector<pid_t> processes() const;
+  // ... but those in job cgroups: what may have escaped the gate. It costs
+  // a read of the build's few cgroups, not of every running job's.
+  std::vector<pid_t> processes_outside_jobs() const;
   void kill_all() const;
   // Processes left in the build cgroup once the build has ended are daemons
   // it started (a compiler cache server, say): not ours to kill. They move

@@ -7,12 +7,18 @@
 #include <fmt/core.h>
 
 #include "platform/proc.hpp"
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
 
-JobExec::JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id)
-    : parent_(std::move(parent)), home_(std::move(home)), job_id_(job_id) {}
+JobExec::JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id,
+                 std::shared_ptr<platform::ProcSnapshot> procs)
+    : parent_(std::move(parent)), home_(std::move(home)), job_id_(job_id), procs_(std::move(procs)) {}
+
+const std::vector<platform::ProcInfo>& JobExec::snapshot(std::vector<platform::ProcInfo>& own) const {
+  return procs_ ? procs_->all() : (own = platform::read_all_processes());
+}
 
 JobExec::~JobExec() { end_attempt(); }
 
@@ -24,8 +30,10 @@ std::vector<std::string> JobExec::prepare_attempt() {
   child_ = 0;
   joined_ = true;
   proc_peak_ = 0;
+  slow_ = {};
+  slow_read_s_ = -1;
   if (!parent_) return {};
-  auto cg = parent_->create_child(fmt::format("job-{}-{}", job_id_, attempt_));
+  auto cg = parent_->create_child(fmt::format("{}{}-{}", kJobCgroupPrefix, job_id_, attempt_));
   if (!cg) {
     log::debug("job {}: no cgroup ({}); measuring from /proc", job_id_, cg.error());
     return {};
@@ -50,35 +58,58 @@ bool JobExec::set_child(pid_t pid) {
   return false;
 }
 
+// A joined cgroup is the whole truth: an empty one means the job's
+// processes have ended (the wrapper has yet to say so). Scanning /proc for
+// them then cost a read of every process per such job per tick, which at
+// 2000 jobs was most of memgate's own CPU.
 std::vector<pid_t> JobExec::tree() const {
-  if (cg_ && joined_) {
-    auto pids = cg_->all_processes();
-    if (!pids.empty()) return pids;
-  }
+  if (cg_ && joined_) return cg_->all_processes();
+  std::vector<platform::ProcInfo> own;
+  if (child_ > 0) return platform::descendants(child_, snapshot(own));
+  return {};
+}
+
+// Signals want every process, one forked a moment ago too: never the
+// shared snapshot.
+std::vector<pid_t> JobExec::fresh_tree() const {
+  if (cg_ && joined_) return cg_->all_processes();
   if (child_ > 0) return platform::process_tree(child_);
   return {};
 }
 
-JobMemory JobExec::sample() {
+double JobExec::cgroup_cpu_s() const {
+  if (auto c = cg_->cpu_s()) return *c;
+  // v1 without cpuacct beside memory: the members' own stat files.
+  std::uint64_t ticks = 0;
+  for (pid_t p : cg_->all_processes())
+    if (auto st = platform::read_proc_stat(p)) ticks += st->utime + st->stime + st->cutime + st->cstime;
+  return platform::ticks_to_seconds(ticks);
+}
+
+// One read of memory in use per tick per job; the slow reads (the peak,
+// and the CPU time, which on v1 without cpuacct means every member's stat
+// file) once a second, the jobs spread over eight phases so that a wave
+// of jobs started together does not read them all in the same tick.
+JobMemory JobExec::sample(Sampling how) {
   JobMemory m;
   if (cg_ && joined_) {
     if (auto u = cg_->usage()) {
-      m.current = *u;
-      m.peak = std::max(cg_->peak().value_or(0), *u);
-      if (auto c = cg_->cpu_s()) {
-        m.cpu_s = *c;
-      } else {
-        // v1 without cpuacct beside memory: the members' own stat files.
-        std::uint64_t ticks = 0;
-        for (pid_t p : cg_->all_processes())
-          if (auto st = platform::read_proc_stat(p)) ticks += st->utime + st->stime + st->cutime + st->cstime;
-        m.cpu_s = platform::ticks_to_seconds(ticks);
+      const double t = monotonic_s();
+      if (how == Sampling::exact || slow_read_s_ < 0 || t - slow_read_s_ >= kSlowSample_s) {
+        slow_.peak = std::max(slow_.peak, cg_->peak().value_or(0));
+        slow_.cpu_s = cgroup_cpu_s();
+        slow_read_s_ = slow_read_s_ < 0 ? t - kSlowSample_s * (job_id_ % 8) / 8.0 : t;
       }
+      slow_.peak = std::max(slow_.peak, *u);
+      m.current = *u;
+      m.peak = slow_.peak;
+      m.cpu_s = slow_.cpu_s;
       return m;
     }
   }
   if (child_ > 0) {
-    auto all = platform::read_all_processes();
+    std::vector<platform::ProcInfo> own;
+    const auto& all = snapshot(own);
     m.current = platform::tree_rss(child_, all);
     m.cpu_s = platform::ticks_to_seconds(platform::tree_cpu_ticks(child_, all));
     proc_peak_ = std::max(proc_peak_, m.current);
@@ -91,7 +122,7 @@ bool JobExec::freeze(bool frozen) {
   if (cg_ && joined_ && cg_->can_freeze()) {
     if (cg_->freeze(frozen)) return true;
   }
-  std::vector<pid_t> pids = tree();
+  std::vector<pid_t> pids = fresh_tree();
   if (pids.empty()) return false;
   for (pid_t p : pids) ::kill(p, frozen ? SIGSTOP : SIGCONT);
   return true;
@@ -99,9 +130,9 @@ bool JobExec::freeze(bool frozen) {
 
 void JobExec::kill() {
   if (cg_ && joined_ && cg_->kill_all()) return;
-  for (pid_t p : tree()) ::kill(p, SIGKILL);
+  for (pid_t p : fresh_tree()) ::kill(p, SIGKILL);
   // A SIGSTOPped tree must be continued to die promptly.
-  for (pid_t p : tree()) ::kill(p, SIGCONT);
+  for (pid_t p : fresh_tree()) ::kill(p, SIGCONT);
 }
 
 bool JobExec::oom_killed() const {

@@ -5,12 +5,15 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/job.hpp"
 #include "platform/cgroup.hpp"
+#include "platform/proc.hpp"
 
 namespace memgate {
 
@@ -23,6 +26,13 @@ struct JobMemory {
   double cpu_s = -1;
 };
 
+// `quick`, every tick: the memory in use now; the peak and the CPU time,
+// which the kernel keeps as a high-water mark and a sum (nothing is lost
+// by reading them later), at most every kSlowSample_s, else as last read.
+// `exact`: everything now (when the job ends).
+enum class Sampling { quick, exact };
+inline constexpr double kSlowSample_s = 1.0;
+
 // What the runner does with a job's OS side; JobExec is the real one,
 // tests drive the runner's steps with fakes (run/runner_ports.hpp).
 class JobControl {
@@ -30,7 +40,7 @@ class JobControl {
   virtual ~JobControl() = default;
   virtual std::vector<std::string> prepare_attempt() = 0;
   virtual bool set_child(pid_t pid) = 0;
-  virtual JobMemory sample() = 0;
+  virtual JobMemory sample(Sampling how) = 0;
   virtual bool freeze(bool frozen) = 0;
   virtual void kill() = 0;
   virtual bool oom_killed() const = 0;
@@ -39,13 +49,19 @@ class JobControl {
   virtual std::vector<pid_t> tree() const = 0;
 };
 
+// The name every job cgroup starts with ("job-<id>-<attempt>").
+inline constexpr std::string_view kJobCgroupPrefix = "job-";
+
 class JobExec final : public JobControl {
  public:
   // `parent`: the cgroup job cgroups are made under; nullopt when cgroups
   // are unavailable and jobs are measured from /proc. `home`: where
   // processes a job leaves behind (a daemon it started, such as a compiler
   // cache server) are moved when the attempt ends, so they live on.
-  JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id);
+  // `procs`: the /proc snapshot the jobs measured from /proc share (null:
+  // each reads its own).
+  JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id,
+          std::shared_ptr<platform::ProcSnapshot> procs = nullptr);
   ~JobExec() override;
   JobExec(const JobExec&) = delete;
   JobExec& operator=(const JobExec&) = delete;
@@ -61,7 +77,7 @@ class JobExec final : public JobControl {
   bool set_child(pid_t pid) override;
   pid_t child() const { return child_; }
 
-  JobMemory sample() override;
+  JobMemory sample(Sampling how) override;
   // Freeze or thaw the job's tree: the cgroup freezer, else SIGSTOP/SIGCONT.
   bool freeze(bool frozen) override;
   // SIGKILL the job's whole tree (not the wrapper).
@@ -70,18 +86,26 @@ class JobExec final : public JobControl {
   bool oom_killed() const override;
   void end_attempt() override;
   bool has_cgroup() const override { return cg_.has_value() && joined_; }
-  // The job's processes: its cgroup's, else the child's process tree.
+  // The job's processes: its cgroup's (none once it is empty: the job's
+  // processes have ended), else the child's process tree.
   std::vector<pid_t> tree() const override;
 
  private:
+  // The shared snapshot, else a fresh read kept in `own`.
+  const std::vector<platform::ProcInfo>& snapshot(std::vector<platform::ProcInfo>& own) const;
+  std::vector<pid_t> fresh_tree() const;
+  double cgroup_cpu_s() const;
 
   std::optional<platform::Cgroup> parent_, home_;
   std::optional<platform::Cgroup> cg_;
   int job_id_;
+  std::shared_ptr<platform::ProcSnapshot> procs_;
   int attempt_ = 0;
   pid_t child_ = 0;
   std::int64_t oom_base_ = 0;
   Bytes proc_peak_ = 0;  // /proc fallback: the highest sample
+  JobMemory slow_;         // the peak and CPU time as last read
+  double slow_read_s_ = -1;
   bool joined_ = true;   // the child is in cg_
 };
 

@@ -17,6 +17,7 @@
 
 #include <fmt/core.h>
 
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -329,11 +330,7 @@ std::size_t JobServer::buffered_total() const {
   return sum;
 }
 
-double JobServer::monotonic_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double JobServer::monotonic_seconds() { return monotonic_s(); }
 
 void JobServer::drop_idle(double now_s) {
   std::vector<ConnId> quiet;

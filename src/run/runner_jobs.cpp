@@ -93,6 +93,12 @@ void Runner::on_started(ConnId conn, const StartedMsg& m) {
   if (it == live_.end()) return;
   pid_t peer = ports_->peer_pid(conn);
   if (!ports_->descends_from(m.pid, peer)) {
+    // Already ended (and reaped by the wrapper) before this message was
+    // read: there is nothing left to measure or to trust.
+    if (!ports_->exists(m.pid)) {
+      log::debug("job {}: its program (pid {}) has already ended", it->second.id, m.pid);
+      return;
+    }
     ++extra_counters_[Counter::refused_pid];
     log::warn("job {}: the wrapper (pid {}) reported pid {}, which is not its own child; ignoring it", it->second.id,
               peer, m.pid);
@@ -106,7 +112,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   auto it = live_.find(conn);
   if (it == live_.end() || it->second.done) return;
   ConnectedJob& job = it->second;
-  JobMemory mem = job.exec->sample();
+  JobMemory mem = job.exec->sample(Sampling::exact);
   // Without a cgroup the peak comes from /proc samples, which a short spike
   // can fall between: the largest single process's RSS (getrusage, from
   // the wrapper) is a floor under it.
@@ -214,7 +220,7 @@ void Runner::sample_jobs() {
     if (job.done) continue;
     JobState s = gov_->job(job.id).state;
     if (s != JobState::running && s != JobState::frozen && s != JobState::killing) continue;
-    JobMemory m = job.exec->sample();
+    JobMemory m = job.exec->sample(Sampling::quick);
     job.current = m.current;
     gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);
     if (job.profile.size() >= kMaxLiveSamples) job.profile = downsample_profile(job.profile, kMaxLiveSamples / 2);
@@ -223,12 +229,12 @@ void Runner::sample_jobs() {
 }
 
 // Compilers that escaped the gate, every 0.5 s: the build's processes
-// outside every job's tree, less the wrappers still connected (their
+// outside every job's cgroup, less the wrappers still connected (their
 // socket is close-on-exec: a wrapper that exec'd anything would have hung
-// up), are read from /proc. So a scan reads the build tool's own
-// processes, not every waiting wrapper. The jobs' trees are read after
-// the build's list, so a wrapper's child that joins its job's cgroup in
-// between is found in its job.
+// up) and their children (a granted job's program on its way into its
+// cgroup), are read from /proc. So a scan reads the build tool's own
+// processes, not every waiting wrapper nor every running job: its cost
+// does not grow with the build.
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
@@ -236,7 +242,9 @@ void Runner::scan_ungated(double t) {
   std::vector<pid_t> known;
   for (const auto& [conn, job] : live_) {
     if (pid_t peer = ports_->peer_pid(conn); peer > 0) known.push_back(peer);
-    for (pid_t p : job.exec->tree()) known.push_back(p);
+    // A job in its cgroup is not in `build`; one measured from /proc is.
+    if (!job.exec->has_cgroup())
+      for (pid_t p : job.exec->tree()) known.push_back(p);
   }
   auto found = find_ungated(build, known);
   if (gated_nothing_)

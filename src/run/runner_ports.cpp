@@ -1,5 +1,9 @@
 #include "run/runner_ports.hpp"
 
+#include <signal.h>
+
+#include <cerrno>
+
 #include "platform/proc.hpp"
 #include "run/confinement.hpp"
 
@@ -17,9 +21,10 @@ class LivePorts final : public RunnerPorts {
   void drop_idle() override { server_.drop_idle(JobServer::monotonic_seconds()); }
 
   std::unique_ptr<JobControl> start_job(JobId id) override {
-    return std::make_unique<JobExec>(cgroups_.job_parent(), cgroups_.build_leaf(), id);
+    return std::make_unique<JobExec>(cgroups_.job_parent(), cgroups_.build_leaf(), id, procs_);
   }
   bool descends_from(pid_t pid, pid_t ancestor) const override { return platform::descends_from(pid, ancestor); }
+  bool exists(pid_t pid) const override { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
   double cpu_seconds(const std::vector<pid_t>& pids) const override {
     double s = 0;
     for (pid_t p : pids)
@@ -30,7 +35,7 @@ class LivePorts final : public RunnerPorts {
   // Without a cgroup to list them, the build tool's /proc tree.
   std::vector<pid_t> build_processes(pid_t build_pid) override {
     cgroups_.watch(build_pid);
-    std::vector<pid_t> build = cgroups_.processes();
+    std::vector<pid_t> build = cgroups_.processes_outside_jobs();
     if (build.empty() && build_pid > 0) build = platform::process_tree(build_pid);
     return build;
   }
@@ -39,6 +44,8 @@ class LivePorts final : public RunnerPorts {
  private:
   JobServer& server_;
   Confinement& cgroups_;
+  // The jobs measured from /proc (no cgroups) share one scan per tick.
+  std::shared_ptr<platform::ProcSnapshot> procs_ = std::make_shared<platform::ProcSnapshot>();
 };
 
 }  // namespace

@@ -33,10 +33,13 @@ class RunnerPorts {
   virtual std::unique_ptr<JobControl> start_job(JobId id) = 0;
   // `pid` lies below `ancestor` (the kernel-vouched wrapper).
   virtual bool descends_from(pid_t pid, pid_t ancestor) const = 0;
+  // `pid` names a process (a zombie too) right now.
+  virtual bool exists(pid_t pid) const = 0;
   // CPU time `pids` have used so far, in seconds.
   virtual double cpu_seconds(const std::vector<pid_t>& pids) const = 0;
-  // Cgroup reads: the build's processes (`build_pid` > 0: the build tool,
-  // still running, to watch and fall back on), and its memory now.
+  // Cgroup reads: the build's processes outside every job's cgroup
+  // (`build_pid` > 0: the build tool, still running, to watch and fall back
+  // on), and its memory now.
   virtual std::vector<pid_t> build_processes(pid_t build_pid) = 0;
   virtual MemoryView read_memory(Bytes jobs_current) = 0;
 };

@@ -125,7 +125,7 @@ std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, c
 
   std::map<pid_t, UngatedProcess> found;
   for (const auto& p : snapshot) {
-    if (p.state == 'Z') continue;
+    if (p.state == 'Z' || in_job.count(p.ppid)) continue;
     UngatedProcess u;
     u.pid = p.pid;
     u.ppid = p.ppid;

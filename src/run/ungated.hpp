@@ -38,9 +38,11 @@ struct UngatedProcess {
 };
 
 // Pure over the /proc tree at `proc_root` (tests point it at a fixture):
-// the ungated compilers among `build_pids` (every process in the build's
-// cgroups), never reading those in `job_pids` (known to be gated: the
-// jobs' trees, and the wrappers connected to memgate).
+// the ungated compilers among `build_pids` (the processes in the build's
+// cgroups outside the jobs' own), never taking those in `job_pids` (known
+// to be gated: the wrappers connected to memgate, the trees of jobs
+// measured from /proc) or their children (a wrapper's program between its
+// fork and its joining the job's cgroup).
 // Ordered by pid.
 std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, const std::vector<pid_t>& job_pids,
                                          const std::string& proc_root = "/proc");

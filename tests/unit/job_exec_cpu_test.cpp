@@ -49,7 +49,7 @@ TEST(JobExecCpu, ProcFallbackCountsTheTreeAndTheChildrenItWaitedFor) {
   JobExec exec(std::nullopt, std::nullopt, 1);
   EXPECT_TRUE(exec.prepare_attempt().empty());
   exec.set_child(child);
-  JobMemory m = exec.sample();
+  JobMemory m = exec.sample(Sampling::exact);
   ::kill(child, SIGKILL);
   ::waitpid(child, &st, 0);
   EXPECT_GE(m.cpu_s, 0.25);  // ticks of 10 ms: 0.3 s less rounding

@@ -115,7 +115,7 @@ TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
   EXPECT_FALSE(exec.has_cgroup());
   std::vector<pid_t> tree = exec.tree();
   EXPECT_NE(std::find(tree.begin(), tree.end(), c.pid), tree.end());
-  JobMemory m = exec.sample();
+  JobMemory m = exec.sample(Sampling::exact);
   EXPECT_GT(m.current, 0);
   EXPECT_EQ(m.peak, m.current);
 
@@ -135,5 +135,5 @@ TEST(JobExecProc, AJobWithoutAChildHasNothingToFreeze) {
   exec.prepare_attempt();
   EXPECT_TRUE(exec.tree().empty());
   EXPECT_FALSE(exec.freeze(true)) << "the governor is told, and undoes the freeze";
-  EXPECT_EQ(exec.sample().current, 0);
+  EXPECT_EQ(exec.sample(Sampling::exact).current, 0);
 }

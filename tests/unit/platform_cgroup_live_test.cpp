@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -140,4 +141,28 @@ TEST_F(LiveCgroup, ResetPeakOnV1) {
   if (cg_.version() != CgroupVersion::v1) GTEST_SKIP() << "v2 resets memory.peak per file descriptor";
   EXPECT_TRUE(cg_.reset_peak().ok());
   EXPECT_EQ(cg_.peak(), 0);
+}
+
+// The ungated scan reads the build's cgroups without the jobs' own.
+TEST_F(LiveCgroup, AllProcessesExceptSkipsTheNamedChildren) {
+  auto job = cg_.create_child("job-1-1");
+  auto other = cg_.create_child("build");
+  ASSERT_TRUE(job && other);
+  int r1 = -1, r2 = -1;
+  pid_t in_job = spawn(&r1, [] {});
+  pid_t in_build = spawn(&r2, [] {});
+  ASSERT_GT(in_job, 0);
+  ASSERT_GT(in_build, 0);
+  ASSERT_TRUE(job->add_process(in_job).ok());
+  ASSERT_TRUE(other->add_process(in_build).ok());
+  auto all = cg_.all_processes();
+  std::sort(all.begin(), all.end());
+  auto want = std::vector<pid_t>{std::min(in_job, in_build), std::max(in_job, in_build)};
+  EXPECT_EQ(all, want);
+  EXPECT_EQ(cg_.all_processes_except("job-"), std::vector<pid_t>{in_build});
+  ::close(r1);
+  ::close(r2);
+  int st = 0;
+  ::waitpid(in_job, &st, 0);
+  ::waitpid(in_build, &st, 0);
 }

@@ -137,6 +137,19 @@ TEST(ProcTree, TreeIsRootAndAllDescendants) {
   EXPECT_TRUE(process_tree(9999, kTree).empty());
 }
 
+// Jobs measured from /proc in one tick share one scan; a later tick reads
+// /proc again.
+TEST(ProcTree, ASnapshotIsSharedWhileItIsFresh) {
+  ProcSnapshot fresh(3600, kTree);
+  EXPECT_EQ(sorted(descendants(310, fresh.all())), (std::vector<pid_t>{310, 311, 312}));
+  EXPECT_EQ(sorted(descendants(200, fresh.all())).size(), 9u);
+  EXPECT_EQ(fresh.scans(), 1);
+  ProcSnapshot stale(-1, kTree);
+  stale.all();
+  stale.all();
+  EXPECT_EQ(stale.scans(), 2);
+}
+
 TEST(ProcTree, DescentFollowsParentLinksUpwards) {
   EXPECT_TRUE(descends_from(404, 200, kTree));
   EXPECT_TRUE(descends_from(311, 310, kTree));

@@ -39,7 +39,7 @@ class FakeJob final : public JobControl {
     s_->child = pid;
     return s_->joined;
   }
-  JobMemory sample() override { return s_->mem; }
+  JobMemory sample(Sampling) override { return s_->mem; }
   bool freeze(bool frozen) override {
     if (!s_->freezable) return false;
     s_->frozen = frozen;
@@ -60,6 +60,7 @@ struct FakePorts final : RunnerPorts {
   std::vector<ConnId> closed;
   std::map<JobId, std::shared_ptr<FakeJobState>> jobs;
   bool descends = true;
+  bool alive = true;
   double cpu_s = 0;
   int idle_drops = 0;
   std::vector<pid_t> build;
@@ -78,6 +79,7 @@ struct FakePorts final : RunnerPorts {
     return std::make_unique<FakeJob>(s);
   }
   bool descends_from(pid_t, pid_t) const override { return descends; }
+  bool exists(pid_t) const override { return alive; }
   double cpu_seconds(const std::vector<pid_t>&) const override { return cpu_s; }
   std::vector<pid_t> build_processes(pid_t) override { return build; }
   MemoryView read_memory(Bytes) override { return view; }
@@ -206,6 +208,18 @@ TEST_F(RunnerStepsTest, AStartedPidOutsideTheWrapperIsRefused) {
   message(1, StartedMsg{501});
   EXPECT_EQ(os(1).child, 501);
   EXPECT_EQ(extra(Counter::unjoined), 0);
+}
+
+// Under load the wrapper's "started" is read after a short program has
+// ended and been reaped: not an attack, and not counted as one.
+TEST_F(RunnerStepsTest, AStartedPidThatHasAlreadyEndedIsNotRefused) {
+  message(1, request("a.cpp"));
+  tick();
+  ports_->descends = false;
+  ports_->alive = false;
+  message(1, StartedMsg{1});
+  EXPECT_EQ(extra(Counter::refused_pid), 0);
+  EXPECT_EQ(os(1).child, 0);
 }
 
 TEST_F(RunnerStepsTest, AChildThatCouldNotJoinItsCgroupIsCounted) {

@@ -101,6 +101,19 @@ TEST_F(UngatedTest, JobsProbesZombiesExitingNestedCallsAndShimsAreNotReported) {
   EXPECT_EQ(found[0].how, "its wrapper could not reach the governor and ran it ungated");
 }
 
+// The runner leaves the jobs' cgroups out of the build's processes, so a
+// granted job's program is seen here only on its way in: a child of its
+// connected wrapper (in `job_pids`), gated, not an escape.
+TEST_F(UngatedTest, AConnectedWrappersChildIsGated) {
+  process(100, "make", 'S', 1, 2000, {"make"}, kGated, "/usr/bin/make");
+  process(130, "g++", 'S', 100, 2000, {"g++", "-c", "d.cpp"}, kGated, "/opt/mg/libexec/memgate/memgate-wrap");
+  process(131, "g++", 'R', 130, 3000, {"g++", "-c", "d.cpp"}, {"MEMGATE_JOB=9"}, "/usr/bin/g++-12");
+  process(140, "g++", 'R', 100, 3000, {"g++", "-c", "e.cpp"}, kNoPreload, "/usr/bin/g++-12");
+  auto found = find_ungated({100, 130, 131, 140}, {130}, proc_);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].pid, 140) << "a compiler make started itself is still found";
+}
+
 TEST_F(UngatedTest, AStaticCompilerIsNamedByItsExecutable) {
   process(100, "static-make", 'S', 1, 2000, {"make"}, kGated, "/opt/static-make");
   process(120, "cc", 'R', 100, 7000, {"/opt/tc/cc-wrapper", "-c", "x.c"}, kGated, static_gcc_);
