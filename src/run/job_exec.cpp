@@ -140,7 +140,10 @@ bool JobExec::oom_killed() const {
   return cg_->oom_kills().value_or(0) > oom_base_;
 }
 
+// The attempt's program has ended (the wrapper reaped it): nothing of it
+// is left to measure, and its pid may name another process soon.
 void JobExec::end_attempt() {
+  child_ = 0;
   if (!cg_) return;
   for (pid_t p : cg_->all_processes()) {
     if (!home_ || !home_->add_process(p)) ::kill(p, SIGKILL);

@@ -75,7 +75,6 @@ class JobExec final : public JobControl {
   // its /proc tree, never taken for a job that used nothing. Returns false
   // in that case.
   bool set_child(pid_t pid) override;
-  pid_t child() const { return child_; }
 
   JobMemory sample(Sampling how) override;
   // Freeze or thaw the job's tree: the cgroup freezer, else SIGSTOP/SIGCONT.

@@ -243,7 +243,7 @@ void Runner::scan_ungated(double t) {
   for (const auto& [conn, job] : live_) {
     if (pid_t peer = ports_->peer_pid(conn); peer > 0) known.push_back(peer);
     // A job in its cgroup is not in `build`; one measured from /proc is.
-    if (!job.exec->has_cgroup())
+    if (!job.done && !job.exec->has_cgroup())
       for (pid_t p : job.exec->tree()) known.push_back(p);
   }
   auto found = find_ungated(build, known);
