@@ -3,8 +3,10 @@
 //   bench_micro_scale [--benchmark_filter=...]
 //
 // - Admission: one job ends and the next is admitted (exited, learn, step)
-//   with N jobs waiting behind --jobs 512 running, through the real
-//   Predictor: the cost of one such event should not grow with N.
+//   with N jobs waiting behind --jobs 512, through the real Predictor,
+//   bound by the slots (512 running) or by memory (fewer running, every
+//   waiting job blocked by memory): the cost of one such event should not
+//   grow with N.
 // - Ungated scan: find_ungated over a fake /proc of N waiting wrappers
 //   and the build tool, reading them all (before) or skipping the
 //   connected wrappers (what the runner passes now).
@@ -60,10 +62,13 @@ JobRecord record_of(const GovJob& j, double now) {
 // job is submitted so N stays put.
 void BM_AdmissionPerExit(benchmark::State& state) {
   const int waiting = static_cast<int>(state.range(0));
+  const bool memory_bound = state.range(1) != 0;
   constexpr int kSlots = 512;
   Predictor predictor;
   GovernorConfig cfg;
-  cfg.budget = cfg.hard_limit = 8LL << 30;
+  // Slots bound: room for 512 jobs at the default guess for cc (512 MiB);
+  // memory bound: 8 GiB, so most jobs wait for memory.
+  cfg.budget = cfg.hard_limit = memory_bound ? 8LL << 30 : 512LL << 30;
   cfg.slots = kSlots;
   Governor gov(
       cfg, [&](const JobKey& k) { return predictor.predict(k); }, [&](const JobRecord& r) { predictor.observe(r); });
@@ -85,9 +90,35 @@ void BM_AdmissionPerExit(benchmark::State& state) {
     gov.submit(key_of(next), now, "", next + 1);
     ++next;
   }
-  state.SetLabel(fmt::format("{} waiting, {} running", waiting, kSlots));
+  GovernorCounts c = gov.counts(now);
+  state.SetLabel(fmt::format("{}: {} running, {} waiting ({} for memory)", memory_bound ? "memory bound" : "slots bound",
+                             c.running, c.waiting, c.waiting_memory));
 }
-BENCHMARK(BM_AdmissionPerExit)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AdmissionPerExit)
+    ->ArgsProduct({{250, 1000, 2000, 5000}, {0, 1}})
+    ->Iterations(2000)
+    ->Unit(benchmark::kMicrosecond);
+
+// One prediction for a new job of a klass that has N finished jobs (each
+// of its own stem) in this build: what repredicting a queue costs per job.
+void BM_PredictAfter(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  Predictor predictor;
+  for (int i = 0; i < n; ++i) {
+    JobRecord r;
+    r.key = key_of(i);
+    r.start_s = 0;
+    r.end_s = 10;
+    r.peak_bytes = 2 << 20;
+    r.cpu_s = 0.01;
+    r.attempt_log.push_back(Attempt{0, 10, Outcome::ok, r.peak_bytes, r.cpu_s});
+    predictor.observe(r);
+  }
+  int next = n;
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(key_of(next++)));
+  state.SetLabel(fmt::format("{} finished jobs of its klass", n));
+}
+BENCHMARK(BM_PredictAfter)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 // A fake /proc with N wrappers (memgate-wrap, pid 1000+i) below make (pid 999).
 struct FakeProc {

@@ -176,25 +176,26 @@ void Governor::enqueue(GovJob& j) {
 void Governor::activate(GovJob& j) { active_[j.id] = &j; }
 void Governor::deactivate(GovJob& j) { active_.erase(j.id); }
 
+// From the counts the last admission left and the active jobs: a status
+// line every tick does not walk the waiting jobs.
 GovernorCounts Governor::counts(double now) const {
   GovernorCounts c;
   c.done = static_cast<int>(done_.size());
-  for (const auto& [id, j] : jobs_) {
-    switch (j.state) {
-      case JobState::waiting:
-        ++c.waiting;
-        if (j.blocked_by_memory) ++c.waiting_memory;
-        else if (j.blocked_by_cpu) ++c.waiting_cpu;
-        break;
+  c.waiting = static_cast<int>(waiting_n_);
+  c.waiting_memory = static_cast<int>(mem_waiters_);
+  c.waiting_cpu = static_cast<int>(cpu_waiters_);
+  for (const auto& [id, j] : active_) {
+    switch (j->state) {
       case JobState::running:
-        if (now >= 0 && j.start_t >= 0) {
-          const double ran = std::max(0.0, now - j.start_t);
-          c.running_job_s += j.pred.wall_s > 0 ? std::min(ran, j.pred.wall_s) : ran;
+        if (now >= 0 && j->start_t >= 0) {
+          const double ran = std::max(0.0, now - j->start_t);
+          c.running_job_s += j->pred.wall_s > 0 ? std::min(ran, j->pred.wall_s) : ran;
         }
         ++c.running;
         break;
       case JobState::killing: ++c.running; break;
       case JobState::frozen: ++c.frozen; break;
+      case JobState::waiting:
       case JobState::done: break;
     }
   }
@@ -232,10 +233,10 @@ void Governor::account_time(double now) {
   last_t_ = std::max(last_t_, now);
   // Each running job's predicted peak less what it holds now.
   releasing_ = 0;
-  for (const auto& [id, j] : jobs_) {
-    if (j.state != JobState::running) continue;
-    const Bytes held = reservation(j, last_t_);
-    releasing_ += std::max<Bytes>(0, std::max(j.pred.peak, j.peak_floor) - held);
+  for (const auto& [id, j] : active_) {
+    if (j->state != JobState::running) continue;
+    const Bytes held = reservation(*j, last_t_);
+    releasing_ += std::max<Bytes>(0, std::max(j->pred.peak, j->peak_floor) - held);
   }
 }
 
@@ -404,6 +405,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   if (j.state == JobState::waiting) {
     // The wrapper gave up before it was granted (its build was interrupted).
     if (j.blocked_by_memory) --mem_waiters_;
+    else if (j.blocked_by_cpu) --cpu_waiters_;
     --waiting_n_;
     j.state = JobState::done;
     tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));

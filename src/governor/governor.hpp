@@ -435,7 +435,16 @@ class Governor {
   // klass already has as many such admissions in flight as it has jobs
   // known past their peak or finished (a slow start: the number of
   // optimistic jobs at most doubles per peak).
-  Bytes cold_need(const GovJob& j, double now) const;
+  // What the running jobs of one klass show, read once per admission
+  // step for every waiting job of that klass (cold_need), so a step does
+  // not compare each waiting job with each running one.
+  struct LiveSiblings {
+    double best_w = 0;  // the largest peak so far per unit of CPU weight, with its margin
+    int in_flight = 0;  // speculative admissions not yet past their peak
+    int confirmed = 0;  // jobs past their peak or finished
+  };
+  LiveSiblings live_siblings(const std::string& klass, double now) const;
+  Bytes cold_need(const GovJob& j, const LiveSiblings& s) const;
 
   GovernorConfig cfg_;
   PredictFn predict_;
@@ -460,6 +469,7 @@ class Governor {
   static bool queue_before(const GovJob* a, const GovJob* b);
   void enqueue(GovJob& j);
   std::int64_t mem_waiters_ = 0;  // waiting jobs blocked by memory at the last admission
+  std::int64_t cpu_waiters_ = 0;  // ... and by CPU (and not by memory)
   std::size_t waiting_n_ = 0;     // jobs waiting now
   // Learning since the waiting jobs were last predicted again (learned()).
   static constexpr std::size_t kRepredictShare = 32;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "core/job_class.hpp"
 #include "governor/governor.hpp"
@@ -28,6 +29,9 @@ std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s) {
 using namespace governor_detail;
 
 void Governor::start(GovJob& j, double now, Decisions& out) {
+  // One counted as blocked by this step's walk (offloaded, or run alone).
+  if (j.blocked_by_memory) --mem_waiters_;
+  else if (j.blocked_by_cpu) --cpu_waiters_;
   j.state = JobState::running;
   activate(j);
   --waiting_n_;
@@ -58,7 +62,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   }
   std::vector<GovJob*> queue = queue_;  // start() and offload change states, not the order
   any_memory_blocked_ = any_cpu_blocked_ = false;
-  mem_waiters_ = 0;
+  mem_waiters_ = cpu_waiters_ = 0;
   if (queue.empty()) return;
 
   bool pressure = under_pressure(view);
@@ -69,15 +73,32 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   Bytes starve_reserve = 0;
   std::optional<Shadow> shadow;
   bool shadow_tried = cfg_.admission != AdmissionPolicy::packing || pressure;
+  std::unordered_map<std::string, LiveSiblings> siblings;  // by klass, read when first needed
   for (size_t i = 0; i < queue.size(); ++i) {
     GovJob* j = queue[i];
+    // Every slot taken (and no token for a job of the build's client):
+    // no local job can start, whatever memory says, so the rest of the
+    // queue is only marked. A step costs its admissions, not the queue.
+    const bool cpu_full = free_slots <= 0 && !(js > 0 && busy + 1 <= js);
+    if (cpu_full && shadow_tried && j->where.placement != Placement::remote) {
+      j->where.remote_slot = false;
+      j->blocked_by_cpu = true;
+      j->blocked_by_memory = false;
+      ++cpu_waiters_;
+      continue;
+    }
     Bytes need = std::max(j->pred.peak, j->peak_floor);
     // A remote job takes a free remote slot of its engine if there is one
     // (it weighs nothing here then); it gives it back if not admitted.
     j->where.remote_slot = j->where.placement == Placement::remote && remote_free(j->where.engine) > 0;
     bool fits_cpu = fits_cpu_with_tokens(j->weight(cfg_.slots), busy, js, cfg_.slots);
     bool fits_mem = !pressure && need <= left - starve_reserve;
-    Bytes cold = fits_cpu && !fits_mem && !pressure ? cold_need(*j, now) : 0;
+    Bytes cold = 0;
+    if (fits_cpu && !fits_mem && !pressure && weak_guess(j->pred) && j->attempts == 0) {
+      auto it = siblings.find(j->key.klass);
+      if (it == siblings.end()) it = siblings.emplace(j->key.klass, live_siblings(j->key.klass, now)).first;
+      cold = cold_need(*j, it->second);
+    }
     const bool on_cold = cold > 0 && cold <= left - starve_reserve;
     if (on_cold) {
       need = cold;
@@ -97,6 +118,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
         j->pred.peak = cold;
         j->pred.source = PredictionSource::build;
         j->pred.confidence = std::min(j->pred.confidence, 0.25);
+        ++siblings[j->key.klass].in_flight;  // it is one more in flight for the next of its klass
       }
       start(*j, now, out);
       left -= need;
@@ -105,6 +127,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       continue;
     }
     j->where.remote_slot = false;
+    if (j->blocked_by_memory) ++mem_waiters_;
+    else if (j->blocked_by_cpu) ++cpu_waiters_;
     if (!shadow_tried) {
       // The first job that cannot start: later jobs may not delay it
       // unless that ends both sooner.
@@ -133,18 +157,14 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     }
     start(*j, now, out);
   }
-  for (GovJob* j : queue) {
-    if (j->state != JobState::waiting) continue;
-    any_memory_blocked_ |= j->blocked_by_memory;
-    any_cpu_blocked_ |= j->blocked_by_cpu;
-    if (j->blocked_by_memory) ++mem_waiters_;
-  }
+  any_memory_blocked_ = mem_waiters_ > 0;
+  any_cpu_blocked_ = cpu_waiters_ > 0;
 }
 
 bool Governor::under_pressure(const MemoryView& view) const {
   if (thrashing_) return true;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::frozen || j.state == JobState::killing) return true;
+  for (const auto& [id, j] : active_)
+    if (j->state == JobState::frozen || j->state == JobState::killing) return true;
   return view.build_used >= scale(effective_limit(view), cfg_.pressure.freeze_frac);
 }
 
@@ -164,8 +184,8 @@ int Governor::tokens_to_offer(const MemoryView& view, double now) const {
   // waiting ones are predicted to need, else the configured guess.
   Bytes sum = 0;
   int n = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.state == JobState::running) sum += reservation(j, now), ++n;
+  for (const auto& [id, j] : active_)
+    if (j->state == JobState::running) sum += reservation(*j, now), ++n;
   if (n == 0)
     for (const auto& [id, j] : jobs_)
       if (j.state == JobState::waiting) sum += std::max(j.pred.peak, j.peak_floor), ++n;
@@ -335,6 +355,7 @@ void Governor::decline_jobs(double now, Decisions& out) {
   for (auto& [id, j] : jobs_) {
     if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
     if (j.blocked_by_memory) --mem_waiters_;
+    else if (j.blocked_by_cpu) --cpu_waiters_;
     --waiting_n_;
     j.state = JobState::done;
     tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
@@ -353,25 +374,27 @@ bool Governor::weak_guess(const Prediction& p) {
          ((p.source == PredictionSource::build || p.source == PredictionSource::similar) && p.confidence <= 0.35);
 }
 
-Bytes Governor::cold_need(const GovJob& j, double now) const {
-  if (!weak_guess(j.pred) || j.attempts > 0) return 0;  // a job that was killed knows better
-  double best_w = 0;
-  int in_flight = 0;
-  int confirmed = 0;
-  if (auto it = finished_by_klass_.find(j.key.klass); it != finished_by_klass_.end()) confirmed = it->second;
+Governor::LiveSiblings Governor::live_siblings(const std::string& klass, double now) const {
+  LiveSiblings s;
+  if (auto it = finished_by_klass_.find(klass); it != finished_by_klass_.end()) s.confirmed = it->second;
   for (const auto& [id, rp] : active_) {
     const GovJob& r = *rp;
-    if (id == j.id || r.key.klass != j.key.klass) continue;
+    if (r.key.klass != klass) continue;
     if (r.state != JobState::running && r.state != JobState::frozen) continue;
     const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);
-    if (falling) ++confirmed;
-    else if (r.speculative) ++in_flight;
+    if (falling) ++s.confirmed;
+    else if (r.speculative) ++s.in_flight;
     if (now - r.start_t < cfg_.live.min_s || r.attempt_peak <= 0) continue;
     const double margin = falling ? cfg_.live.margin_falling : cfg_.live.margin_rising;
-    best_w = std::max(best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
+    s.best_w = std::max(s.best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
   }
-  if (best_w <= 0 || in_flight >= std::max(1, confirmed)) return 0;
-  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(best_w * std::max(1, j.key.cpu_weight))));
+  return s;
+}
+
+Bytes Governor::cold_need(const GovJob& j, const LiveSiblings& s) const {
+  if (!weak_guess(j.pred) || j.attempts > 0) return 0;  // a job that was killed knows better
+  if (s.best_w <= 0 || s.in_flight >= std::max(1, s.confirmed)) return 0;
+  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(s.best_w * std::max(1, j.key.cpu_weight))));
 }
 
 }  // namespace memgate

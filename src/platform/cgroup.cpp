@@ -33,7 +33,7 @@ constexpr int remove_tries = 100;  // ~1 s
 constexpr int kill_rounds = 200;   // ~2 s
 
 std::optional<std::string> read(const std::string& dir, std::string_view file) {
-  return read_file(join_path(dir, file));
+  return read_kernel_file(join_path(dir, file));
 }
 
 // Child cgroup directories of `dir` (v1 and v2 alike show them as subdirs).
@@ -201,34 +201,34 @@ Status Cgroup::set_memory_limit(Bytes hard, std::optional<Bytes> high) const {
 
 std::optional<LimitValue> Cgroup::memory_limit() const {
   if (version_ == CgroupVersion::v1) {
-    auto t = read_file(mem_file("memory.limit_in_bytes"));
+    auto t = read_kernel_file(mem_file("memory.limit_in_bytes"));
     return t ? parse_v1_limit(*t) : std::nullopt;
   }
-  auto t = read_file(mem_file("memory.max"));
+  auto t = read_kernel_file(mem_file("memory.max"));
   return t ? parse_v2_limit(*t) : std::nullopt;
 }
 
 std::optional<Bytes> Cgroup::usage() const {
-  auto t = read_file(mem_file(version_ == CgroupVersion::v1 ? "memory.usage_in_bytes" : "memory.current"));
+  auto t = read_kernel_file(mem_file(version_ == CgroupVersion::v1 ? "memory.usage_in_bytes" : "memory.current"));
   return t ? parse_bytes_file(*t) : std::nullopt;
 }
 
 std::optional<Bytes> Cgroup::peak() const {
-  auto t = read_file(mem_file(version_ == CgroupVersion::v1 ? "memory.max_usage_in_bytes" : "memory.peak"));
+  auto t = read_kernel_file(mem_file(version_ == CgroupVersion::v1 ? "memory.max_usage_in_bytes" : "memory.peak"));
   return t ? parse_bytes_file(*t) : std::nullopt;
 }
 
 std::optional<double> Cgroup::cpu_s() const {
   if (version_ == CgroupVersion::v1) {
-    auto t = read_file(mem_file("cpuacct.usage"));
+    auto t = read_kernel_file(mem_file("cpuacct.usage"));
     return t ? parse_cpuacct_usage(*t) : std::nullopt;
   }
-  auto t = read_file(mem_file("cpu.stat"));
+  auto t = read_kernel_file(mem_file("cpu.stat"));
   return t ? parse_cpu_stat_usage(*t) : std::nullopt;
 }
 
 std::optional<Bytes> Cgroup::inactive_file() const {
-  auto t = read_file(mem_file("memory.stat"));
+  auto t = read_kernel_file(mem_file("memory.stat"));
   return t ? parse_inactive_file(*t, version_) : std::nullopt;
 }
 
@@ -239,13 +239,13 @@ Status Cgroup::reset_peak() const {
 
 std::optional<std::int64_t> Cgroup::oom_kills() const {
   if (version_ == CgroupVersion::v2) {
-    auto t = read_file(mem_file("memory.events"));
+    auto t = read_kernel_file(mem_file("memory.events"));
     auto ev = t ? parse_memory_events(*t) : std::nullopt;
     if (!ev) return std::nullopt;
     return ev->oom_kill;
   }
   if (version_ != CgroupVersion::v1) return std::nullopt;
-  auto t = read_file(mem_file("memory.oom_control"));
+  auto t = read_kernel_file(mem_file("memory.oom_control"));
   auto oc = t ? parse_oom_control(*t) : std::nullopt;
   if (!oc || !oc->oom_kill) return std::nullopt;
   std::int64_t sum = *oc->oom_kill;
@@ -258,7 +258,7 @@ std::optional<std::int64_t> Cgroup::oom_kills() const {
 
 std::optional<bool> Cgroup::under_oom() const {
   if (version_ != CgroupVersion::v1) return std::nullopt;
-  auto t = read_file(mem_file("memory.oom_control"));
+  auto t = read_kernel_file(mem_file("memory.oom_control"));
   auto oc = t ? parse_oom_control(*t) : std::nullopt;
   if (!oc) return std::nullopt;
   return oc->under_oom;
@@ -274,7 +274,7 @@ Status Cgroup::add_process(pid_t pid) const {
 }
 
 std::vector<pid_t> Cgroup::processes() const {
-  auto t = read_file(mem_file("cgroup.procs"));
+  auto t = read_kernel_file(mem_file("cgroup.procs"));
   auto pids = t ? parse_cgroup_procs(*t) : std::nullopt;
   return pids.value_or(std::vector<pid_t>{});
 }
@@ -313,13 +313,13 @@ Status Cgroup::freeze(bool frozen) const {
 
 std::optional<bool> Cgroup::frozen() const {
   if (version_ == CgroupVersion::v1 && !freezer_dir_.empty()) {
-    auto t = read_file(join_path(freezer_dir_, "freezer.state"));
+    auto t = read_kernel_file(join_path(freezer_dir_, "freezer.state"));
     auto s = t ? parse_freezer_state(*t) : std::nullopt;
     if (!s) return std::nullopt;
     return *s == FreezerState::frozen;
   }
   if (version_ == CgroupVersion::v2) {
-    auto t = read_file(join_path(freezer_dir_, "cgroup.events"));
+    auto t = read_kernel_file(join_path(freezer_dir_, "cgroup.events"));
     return t ? parse_events_frozen(*t) : std::nullopt;
   }
   return std::nullopt;

@@ -32,7 +32,7 @@ std::string parent_of(const std::string& dir) {
 }
 
 bool lists(const std::string& file, std::string_view controller) {
-  auto names = parse_controllers(read_file(file).value_or(""));
+  auto names = parse_controllers(read_kernel_file(file).value_or(""));
   return std::find(names.begin(), names.end(), controller) != names.end();
 }
 
@@ -57,7 +57,7 @@ class DirLock {
 // exits meanwhile is simply gone.
 void move_processes(const std::string& from, const std::string& to) {
   for (int round = 0; round < kMoveRounds; ++round) {
-    auto pids = parse_cgroup_procs(read_file(join_path(from, "cgroup.procs")).value_or("")).value_or(std::vector<pid_t>{});
+    auto pids = parse_cgroup_procs(read_kernel_file(join_path(from, "cgroup.procs")).value_or("")).value_or(std::vector<pid_t>{});
     if (pids.empty()) return;
     for (pid_t p : pids) (void)write_file(join_path(to, "cgroup.procs"), std::to_string(p));
   }

@@ -43,7 +43,7 @@ MemInfo parse_meminfo(std::string_view text) {
 }
 
 std::optional<MemInfo> read_meminfo(const std::string& path) {
-  auto text = read_file(path);
+  auto text = read_kernel_file(path);
   if (!text) return std::nullopt;
   return parse_meminfo(*text);
 }

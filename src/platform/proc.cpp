@@ -105,14 +105,14 @@ std::vector<std::string> parse_cmdline(std::string_view text) {
 }
 
 std::optional<ProcStat> read_proc_stat(pid_t pid, const std::string& proc_root) {
-  auto text = read_file(pid_path(proc_root, pid, "stat"));
+  auto text = read_kernel_file(pid_path(proc_root, pid, "stat"));
   if (!text) return std::nullopt;
   return parse_proc_stat(*text);
 }
 
 std::optional<ProcInfo> read_process(pid_t pid, const std::string& proc_root) {
   auto st = read_proc_stat(pid, proc_root);
-  auto status_text = read_file(pid_path(proc_root, pid, "status"));
+  auto status_text = read_kernel_file(pid_path(proc_root, pid, "status"));
   if (!st || !status_text) return std::nullopt;
   auto status = parse_proc_status(*status_text);
   if (!status) return std::nullopt;
@@ -132,7 +132,7 @@ std::optional<ProcInfo> read_process(pid_t pid, const std::string& proc_root) {
 }
 
 std::optional<std::vector<std::string>> read_cmdline(pid_t pid, const std::string& proc_root) {
-  auto text = read_file(pid_path(proc_root, pid, "cmdline"));
+  auto text = read_kernel_file(pid_path(proc_root, pid, "cmdline"));
   if (!text) return std::nullopt;
   return parse_cmdline(*text);
 }

@@ -56,7 +56,7 @@ std::optional<Psi> parse_psi(std::string_view text) {
 }
 
 std::optional<Psi> read_psi(const std::string& path) {
-  auto text = read_file(path);
+  auto text = read_kernel_file(path);
   if (!text) return std::nullopt;
   return parse_psi(*text);
 }

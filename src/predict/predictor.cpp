@@ -100,14 +100,24 @@ struct Predictor::Node {
   std::unordered_map<int, Entry> entries;  // by interned identity
   std::unordered_map<std::string, std::unique_ptr<Node>> children;
   mutable std::optional<Stats> cache;
+  mutable std::size_t stale = 0;  // entries put since the cache was worked out
 
+  // A group's statistics are quantiles over all its entries, so working
+  // them out after every finished job made a build of N similar jobs cost
+  // N^2: a group of more than kExactBelow entries is worked out again once
+  // the entries put since number a sixteenth of it (one more in thousands
+  // moves no quantile), or when one changes what kind of group it is.
+  static constexpr std::size_t kExactBelow = 64;
   void put(int id, const Entry& e) {
     entries[id] = e;
-    cache.reset();
+    ++stale;
+    const bool new_kind = cache && ((!e.profile && cache->only_profiles) || (e.in_build && !cache->in_build));
+    if (new_kind || entries.size() < kExactBelow || stale * 16 >= entries.size()) cache.reset();
   }
 
   const Stats& stats(double q) const {
     if (cache) return *cache;
+    stale = 0;
     std::vector<double> peaks, walls, cpus, pofs, afters;
     Stats s;
     // Runs seen here (history, this build) outweigh every profile: a

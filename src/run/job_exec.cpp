@@ -79,9 +79,12 @@ std::vector<pid_t> JobExec::fresh_tree() const {
 
 double JobExec::cgroup_cpu_s() const {
   if (auto c = cg_->cpu_s()) return *c;
-  // v1 without cpuacct beside memory: the members' own stat files.
+  // v1 without cpuacct beside memory: the members' own stat files, of
+  // the job's cgroup only (not listing its children every second: a job
+  // that nests cgroups of its own reads as slower, so it keeps its
+  // reservation longer, the safe side).
   std::uint64_t ticks = 0;
-  for (pid_t p : cg_->all_processes())
+  for (pid_t p : cg_->processes())
     if (auto st = platform::read_proc_stat(p)) ticks += st->utime + st->stime + st->cutime + st->cstime;
   return platform::ticks_to_seconds(ticks);
 }
@@ -95,10 +98,14 @@ JobMemory JobExec::sample(Sampling how) {
   if (cg_ && joined_) {
     if (auto u = cg_->usage()) {
       const double t = monotonic_s();
-      if (how == Sampling::exact || slow_read_s_ < 0 || t - slow_read_s_ >= kSlowSample_s) {
+      if (how == Sampling::exact || (slow_read_s_ >= 0 && t - slow_read_s_ >= kSlowSample_s)) {
         slow_.peak = std::max(slow_.peak, cg_->peak().value_or(0));
         slow_.cpu_s = cgroup_cpu_s();
-        slow_read_s_ = slow_read_s_ < 0 ? t - kSlowSample_s * (job_id_ % 8) / 8.0 : t;
+        slow_read_s_ = t;
+      } else if (slow_read_s_ < 0) {
+        // The first sample sets the phase and reads nothing slow: a wave
+        // of hundreds of jobs granted in one step is not read at once.
+        slow_read_s_ = t - kSlowSample_s * static_cast<double>(job_id_ % 8) / 8.0;
       }
       slow_.peak = std::max(slow_.peak, *u);
       m.current = *u;

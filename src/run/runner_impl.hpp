@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/capacity.hpp"
@@ -48,6 +49,7 @@ struct ConnectedJob {
   double attempt_start = 0;
   std::vector<MemSample> profile;  // this attempt, t since attempt start
   Bytes current = 0;
+  double next_sample_t = -1;  // when its memory is read next with room to spare (sample_jobs)
 };
 
 class Runner {
@@ -148,6 +150,10 @@ class Runner {
   UngatedTracker ungated_;  // compilers in the build but in no job
   bool gated_nothing_ = false;  // memgate's parts could not be handed on: no compiler is gated
   double next_ungated_scan_ = 0;  // also when the confinement is next checked
+  // Wrappers waiting to connect, by pid: the scan they were last read in
+  // (scan_ungated reads each again every kWrapperRecheck scans).
+  std::unordered_map<pid_t, std::uint64_t> waiting_wrappers_;
+  std::uint64_t ungated_scans_ = 0;
   MemoryView view_;
   double next_tick_ = 0;
   bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn

@@ -22,6 +22,16 @@ constexpr double kTick_s = 0.1;
 constexpr double kFastTick_s = 0.02;
 constexpr double kFastTickAbove = 0.85;  // of the effective limit
 constexpr double kUngatedScan_s = 0.5;
+constexpr std::uint64_t kWrapperRecheck = 4;  // scans (see scan_ungated)
+// A running job's memory in use is read every tick while the build uses
+// more than kDenseAbove of its limit; else every kRoomySample_s, the jobs
+// spread over phases. Pressure is seen at once whatever this skips: the
+// build's own total is read every tick (read_memory), and a peak loses
+// nothing, the kernel keeps it (JobExec::sample). So with room to spare,
+// 512 running jobs cost a fifth of the reads; a job's recorded curve then
+// has a point every kRoomySample_s (its peak exact).
+constexpr double kDenseAbove = 0.5;  // of the effective limit
+constexpr double kRoomySample_s = 0.5;
 // A job predicted to run long waits a moment before admission, 1% of its
 // predicted time and at most 50 ms, for the rest of its burst: make and
 // ninja start jobs in bursts whose wrappers connect over some
@@ -180,6 +190,7 @@ void Runner::grant(ConnectedJob& job) {
   g.cgroups = job.exec->prepare_attempt();
   if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
   job.attempt_start = now();
+  job.next_sample_t = -1;
   stats_.grant(gov_->job(job.id).queued_t, last_release_, job.attempt_start);
   job.profile.clear();
   job.profile.push_back(MemSample{0, 0});
@@ -216,10 +227,19 @@ void Runner::apply(const Decisions& d) {
 
 void Runner::sample_jobs() {
   double t = now();
+  const Bytes limit = gov_->effective_limit(view_);
+  const bool dense = limit <= 0 || static_cast<double>(view_.build_used) >= kDenseAbove * static_cast<double>(limit);
   for (auto& [conn, job] : live_) {
     if (job.done) continue;
     JobState s = gov_->job(job.id).state;
     if (s != JobState::running && s != JobState::frozen && s != JobState::killing) continue;
+    if (!dense) {
+      if (t < job.next_sample_t) continue;
+      // Its first such read sets its phase (by job id): a wave of jobs
+      // started together is not read in the same tick ever after.
+      job.next_sample_t = job.next_sample_t < 0 ? t + kRoomySample_s * static_cast<double>(job.id % 5) / 5.0
+                                                : t + kRoomySample_s;
+    }
     JobMemory m = job.exec->sample(Sampling::quick);
     job.current = m.current;
     gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);
@@ -239,6 +259,19 @@ void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
   std::vector<pid_t> build = ports_->build_processes(build_done_ ? 0 : build_pid_);
+  // A wrapper read as waiting to connect is read again a few scans later,
+  // not every scan: past the open-file limit thousands may wait, and
+  // reading each every 0.5 s was most of a scan. Every new pid is read at
+  // once, and a wrapper that gave up and ran its compiler (keeping its
+  // pid) is seen within kWrapperRecheck scans.
+  const std::uint64_t scan = ++ungated_scans_;
+  std::unordered_map<pid_t, std::uint64_t> still_waiting;
+  std::erase_if(build, [&](pid_t p) {
+    auto it = waiting_wrappers_.find(p);
+    if (it == waiting_wrappers_.end() || scan - it->second >= kWrapperRecheck) return false;
+    still_waiting.emplace(p, it->second);
+    return true;
+  });
   std::vector<pid_t> known;
   for (const auto& [conn, job] : live_) {
     if (pid_t peer = ports_->peer_pid(conn); peer > 0) known.push_back(peer);
@@ -246,7 +279,10 @@ void Runner::scan_ungated(double t) {
     if (!job.done && !job.exec->has_cgroup())
       for (pid_t p : job.exec->tree()) known.push_back(p);
   }
-  auto found = find_ungated(build, known);
+  std::vector<pid_t> wrappers;
+  auto found = find_ungated(build, known, "/proc", &wrappers);
+  for (pid_t p : wrappers) still_waiting[p] = scan;
+  waiting_wrappers_ = std::move(still_waiting);  // the gone ones drop out
   if (gated_nothing_)
     for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
   ungated_.observe(found, t);

@@ -116,12 +116,21 @@ std::string ungated_reason(const std::string& environ, bool exe_static, const st
 }
 
 std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, const std::vector<pid_t>& job_pids,
-                                         const std::string& proc_root) {
+                                         const std::string& proc_root, std::vector<pid_t>* wrappers) {
   std::set<pid_t> in_job(job_pids.begin(), job_pids.end());
   std::vector<platform::ProcInfo> snapshot;
-  for (pid_t pid : build_pids)
-    if (!in_job.count(pid))
-      if (auto p = platform::read_process(pid, proc_root)) snapshot.push_back(*p);
+  for (pid_t pid : build_pids) {
+    if (in_job.count(pid)) continue;
+    // A wrapper still waiting to connect (past the open-file limit, there
+    // can be thousands) is never a job: one readlink, not a read of its
+    // stat and status. One that gave up and exec'd its compiler has that
+    // compiler's executable, and is read.
+    if (base_of(read_link(pid_file(proc_root, pid, "exe"))) == kWrapperName) {
+      if (wrappers) wrappers->push_back(pid);
+      continue;
+    }
+    if (auto p = platform::read_process(pid, proc_root)) snapshot.push_back(*p);
+  }
 
   std::map<pid_t, UngatedProcess> found;
   for (const auto& p : snapshot) {
@@ -134,7 +143,7 @@ std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, c
     u.exe = read_link(pid_file(proc_root, p.pid, "exe"));
     u.tool = job_tool(u.argv, u.exe);
     if (u.tool.empty()) continue;
-    std::string environ = read_file(pid_file(proc_root, p.pid, "environ")).value_or("");
+    std::string environ = read_kernel_file(pid_file(proc_root, p.pid, "environ")).value_or("");
     // Neither arguments nor environment: its memory is gone, it is exiting
     // (a compiler sccache's server had just run, seen between its exit and
     // its zombie state). It says nothing of how it started, and a compiler

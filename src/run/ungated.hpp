@@ -43,9 +43,12 @@ struct UngatedProcess {
 // to be gated: the wrappers connected to memgate, the trees of jobs
 // measured from /proc) or their children (a wrapper's program between its
 // fork and its joining the job's cgroup).
-// Ordered by pid.
+// Ordered by pid. `wrappers`, if given, receives the pids read as
+// memgate's own wrapper (one still waiting to connect), which are never
+// ungated.
 std::vector<UngatedProcess> find_ungated(const std::vector<pid_t>& build_pids, const std::vector<pid_t>& job_pids,
-                                         const std::string& proc_root = "/proc");
+                                         const std::string& proc_root = "/proc",
+                                         std::vector<pid_t>* wrappers = nullptr);
 
 // Why a process with this environment and this executable is ungated
 // (the `how` of UngatedProcess); exposed for tests. `environ` is

@@ -32,6 +32,25 @@ std::optional<std::string> read_file(const std::string& path) {
   return out;
 }
 
+std::optional<std::string> read_kernel_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return std::nullopt;
+    }
+    out.append(buf, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  ::close(fd);
+  return out;
+}
+
 Status write_file(const std::string& path, std::string_view content, bool create) {
   int flags = O_WRONLY | O_CLOEXEC | (create ? (O_CREAT | O_TRUNC) : 0);
   int fd = ::open(path.c_str(), flags, 0644);

@@ -13,6 +13,11 @@ namespace memgate {
 // The whole file, or nullopt if it cannot be opened or read (vanished
 // cgroups and processes are normal, not errors).
 std::optional<std::string> read_file(const std::string& path);
+// The same for /proc and cgroup files, read every tick by the thousand:
+// the kernel fills a read with all the file has (seq_file), so a read
+// shorter than the buffer is the end, and the read that would return 0
+// is saved.
+std::optional<std::string> read_kernel_file(const std::string& path);
 
 // Writes `content` in one write(2) (cgroup files need that), without
 // O_CREAT unless `create` is set. The error names the path and errno.

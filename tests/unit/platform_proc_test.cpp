@@ -213,3 +213,19 @@ TEST(ProcTree, TreeCpuCountsLiveMembersAndTheChildrenTheyWaitedFor) {
   EXPECT_EQ(tree_cpu_ticks(10, all), 5u + 300 + 20 + 100 + 7 + 1);
   EXPECT_EQ(tree_cpu_ticks(99, all), 0u);
 }
+
+// One read where the kernel's file fits the buffer; a longer file is read
+// to its end like any other.
+TEST(ReadKernelFile, ReadsKernelFilesAndLongFilesWhole) {
+  EXPECT_EQ(read_kernel_file("/proc/self/cmdline"), read_file("/proc/self/cmdline"));
+  const std::string path = "/tmp/memgate-read-kernel-file-" + std::to_string(::getpid());
+  for (std::size_t size : {std::size_t{0}, std::size_t{8192}, std::size_t{20000}}) {
+    const std::string content(size, 'x');
+    ASSERT_TRUE(write_file(path, content, true).ok());
+    auto got = read_kernel_file(path);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->size(), size);
+  }
+  ::unlink(path.c_str());
+  EXPECT_FALSE(read_kernel_file(path).has_value());
+}

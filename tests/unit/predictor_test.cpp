@@ -631,3 +631,16 @@ TEST(Predictor, AJobPastItsPeakCalibratesThePeaksBeforeItEnds) {
   p.observe_peak(key_for("my_kernel"), 100 * MB);  // nothing guessed it from a profile
   EXPECT_NEAR(static_cast<double>(p.predict(fwd).peak), 4260.0 * MB * 1.07 * f, 2.0);
 }
+
+// A klass-wide quantile over a large group is not worked out again after
+// every finished job (that made N jobs cost N^2): once the jobs put since
+// number a sixteenth of the group. A few more do not move it; many do.
+TEST(Predictor, ALargeGroupsStatisticsFollowItInSixteenths) {
+  Predictor p;
+  for (int i = 0; i < 160; ++i) p.observe(record(key_for("small" + std::to_string(i)), 100 * MB));
+  const Bytes before = p.predict(key_for("fresh")).peak;
+  for (int i = 0; i < 5; ++i) p.observe(record(key_for("big" + std::to_string(i)), 1000 * MB));
+  EXPECT_EQ(p.predict(key_for("fresh")).peak, before) << "5 in 165: as worked out before";
+  for (int i = 5; i < 40; ++i) p.observe(record(key_for("big" + std::to_string(i)), 1000 * MB));
+  EXPECT_GT(p.predict(key_for("fresh")).peak, 5 * before) << "40 in 200 are a tenth above the 0.9 quantile";
+}

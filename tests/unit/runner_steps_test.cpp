@@ -18,7 +18,7 @@ namespace {
 // What the runner did to one job's processes.
 struct FakeJobState {
   std::vector<std::string> dirs{"/fake/job"};  // what prepare_attempt hands the wrapper
-  int prepared = 0, ended = 0, kills = 0;
+  int prepared = 0, ended = 0, kills = 0, samples = 0;
   pid_t child = 0;
   bool joined = true;  // set_child's answer
   bool frozen = false;
@@ -39,7 +39,10 @@ class FakeJob final : public JobControl {
     s_->child = pid;
     return s_->joined;
   }
-  JobMemory sample(Sampling) override { return s_->mem; }
+  JobMemory sample(Sampling) override {
+    ++s_->samples;
+    return s_->mem;
+  }
   bool freeze(bool frozen) override {
     if (!s_->freezable) return false;
     s_->frozen = frozen;
@@ -280,6 +283,23 @@ TEST_F(RunnerStepsTest, TheTickMeasuresJobsAndTheBuild) {
   EXPECT_EQ(recorded_peak(), 350 * MiB);
   EXPECT_EQ(connected(1).profile.back().bytes, 300 * MiB);
   EXPECT_EQ(ports_->idle_drops, 2);
+}
+
+// With room to spare a job's memory is read every half second, not every
+// tick (the ticks here come microseconds apart); once the build uses half
+// its limit, every tick.
+TEST_F(RunnerStepsTest, WithRoomAJobIsReadLessOftenAndNearTheLimitEveryTick) {
+  start(1, "a.cpp", 501);
+  os(1).mem = JobMemory{300 * MiB, 300 * MiB};
+  ports_->view.build_used = 300 * MiB;
+  for (int i = 0; i < 5; ++i) tick();
+  EXPECT_EQ(os(1).samples, 1) << "read once, then not again within half a second";
+  ports_->view.build_used = 2500 * MiB;  // of 4 GiB
+  tick();                                // reads the build's use
+  const int before = os(1).samples;
+  tick();
+  tick();
+  EXPECT_EQ(os(1).samples, before + 2);
 }
 
 TEST_F(RunnerStepsTest, TheTickFreezesTheNewestJobWhenMemoryRunsShortAndThawsItLater) {

@@ -14,6 +14,7 @@
 
 #include "elf_bytes.hpp"
 #include "util/fs.hpp"
+#include "wrap/wrapper.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace memgate;
@@ -112,6 +113,22 @@ TEST_F(UngatedTest, AConnectedWrappersChildIsGated) {
   auto found = find_ungated({100, 130, 131, 140}, {130}, proc_);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].pid, 140) << "a compiler make started itself is still found";
+}
+
+// Past the open-file limit, thousands of wrappers wait to connect: each is
+// known by its executable alone and listed, so the runner reads it again
+// only now and then; one that gave up and ran its compiler is found.
+TEST_F(UngatedTest, AWaitingWrapperIsListedAndOneThatRanItsCompilerIsFound) {
+  process(100, "make", 'S', 1, 2000, {"make"}, kGated, "/usr/bin/make");
+  process(150, "g++", 'S', 100, 2000, {"g++", "-c", "f.cpp"}, kGated, "/opt/mg/libexec/memgate/memgate-wrap");
+  process(151, "g++", 'R', 100, 3000, {"g++", "-c", "g.cpp"}, {std::string("MEMGATE_JOB=") + kJobFailOpen},
+          "/usr/bin/g++-12");
+  std::vector<pid_t> wrappers;
+  auto found = find_ungated({100, 150, 151}, {}, proc_, &wrappers);
+  EXPECT_EQ(wrappers, std::vector<pid_t>{150});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].pid, 151);
+  EXPECT_EQ(found[0].how, "its wrapper could not reach the governor and ran it ungated");
 }
 
 TEST_F(UngatedTest, AStaticCompilerIsNamedByItsExecutable) {
