@@ -10,6 +10,8 @@
 // - Ungated scan: find_ungated over a fake /proc of N waiting wrappers
 //   and the build tool, reading them all (before) or skipping the
 //   connected wrappers (what the runner passes now).
+// - Predict: one prediction with N finished jobs of its klass learned.
+// - Runner tick: the tick over fake ports with N jobs, up to 512 running.
 // - Server turn: one request and its grant through the JobServer's loop
 //   with N idle wrapper connections open.
 #include <benchmark/benchmark.h>
@@ -30,11 +32,12 @@
 #include "governor/governor.hpp"
 #include "predict/predictor.hpp"
 #include "run/job_server.hpp"
+#include "run/runner_impl.hpp"
 #include "run/ungated.hpp"
+#include "support/runner_fakes.hpp"
 #include "wrap/protocol.hpp"
 
-using namespace memgate;
-
+namespace memgate {
 namespace {
 
 JobKey key_of(int i) {
@@ -119,6 +122,73 @@ void BM_PredictAfter(benchmark::State& state) {
   state.SetLabel(fmt::format("{} finished jobs of its klass", n));
 }
 BENCHMARK(BM_PredictAfter)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+// The runner's tick (measure, decide, act) over fake ports: N jobs, up to
+// 512 of them running with room to spare and the rest waiting. The ticks
+// come microseconds apart, so a job's memory is read at its first tick and
+// not again within half a second: this is the tick's cost beside the
+// reads (which bench/scale measures). It should grow with the running
+// jobs, not with the waiting ones.
+class RunnerTickBench {
+ public:
+  explicit RunnerTickBench(int jobs) {
+    GovernorConfig gc;
+    gc.budget = gc.hard_limit = 64LL << 30;
+    gc.slots = 512;
+    r_.gov_ = std::make_unique<Governor>(
+        gc,
+        [](const JobKey&) {
+          Prediction p;
+          p.peak = 16 << 20;
+          p.wall_s = 10;
+          p.source = PredictionSource::history;
+          p.confidence = 1.0;
+          return p;
+        },
+        [](const JobRecord&) {});
+    auto ports = std::make_unique<FakePorts>();
+    ports_ = ports.get();
+    r_.ports_ = std::move(ports);
+    ports_->view.build_used = 1LL << 30;
+    for (int i = 0; i < jobs; ++i) {
+      RequestMsg m;
+      m.argv = {"cc", "-c", fmt::format("j{}.c", i)};
+      m.cwd = "/src";
+      m.tool = "cc";
+      m.klass = "cc:compile";
+      m.identity = fmt::format("cc:compile:j{}.c->j{}.o", i, i);
+      m.stem = fmt::format("j{}", i);
+      r_.on_message(static_cast<ConnId>(i + 1), m);
+    }
+    r_.schedule_now();
+    for (const auto& [id, s] : ports_->jobs) s->mem = JobMemory{2 << 20, 2 << 20};
+    for (int i = 0; i < jobs; ++i)
+      if (r_.gov_->job(r_.live_.at(static_cast<ConnId>(i + 1)).id).state == JobState::running)
+        r_.on_message(static_cast<ConnId>(i + 1), StartedMsg{static_cast<pid_t>(10000 + i)});
+  }
+  void tick() { r_.tick(); }
+  int samples() const {
+    int n = 0;
+    for (const auto& [id, s] : ports_->jobs) n += s->samples;
+    return n;
+  }
+
+ private:
+  Runner r_{RunOptions{}};
+  FakePorts* ports_ = nullptr;
+};
+
+namespace {
+
+void BM_RunnerTick(benchmark::State& state) {
+  RunnerTickBench bench(static_cast<int>(state.range(0)));
+  for (auto _ : state) bench.tick();
+  state.SetLabel(fmt::format("{} jobs, up to 512 running; {:.2f} job reads per tick", state.range(0),
+                             static_cast<double>(bench.samples()) / static_cast<double>(state.iterations())));
+}
+BENCHMARK(BM_RunnerTick)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 // A fake /proc with N wrappers (memgate-wrap, pid 1000+i) below make (pid 999).
 struct FakeProc {
@@ -227,5 +297,7 @@ void BM_ServerTurn(benchmark::State& state) {
 BENCHMARK(BM_ServerTurn)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+}  // namespace memgate
 
 BENCHMARK_MAIN();

@@ -173,6 +173,13 @@ void Governor::enqueue(GovJob& j) {
   else queue_.push_back(&j);
 }
 
+std::vector<JobId> Governor::active_jobs() const {
+  std::vector<JobId> out;
+  out.reserve(active_.size());
+  for (const auto& [id, j] : active_) out.push_back(id);
+  return out;
+}
+
 void Governor::activate(GovJob& j) { active_[j.id] = &j; }
 void Governor::deactivate(GovJob& j) { active_.erase(j.id); }
 

@@ -327,6 +327,9 @@ class Governor {
 
   // Any job of this build, running or done (throws for an unknown id).
   const GovJob& job(JobId id) const;
+  // The running, frozen and killing jobs, in id order: what a tick
+  // measures, without walking the waiting ones.
+  std::vector<JobId> active_jobs() const;
   const Counters& counters() const { return counters_; }
   const std::vector<GovEvent>& events() const { return events_; }
   GovernorCounts counts(double now = -1) const;

@@ -1,7 +1,9 @@
 // memgate's own cost during one `memgate run`, for bench/scale: with
 // MEMGATE_RUN_STATS=FILE the runner writes, at its end, one JSON object
 // with its own CPU time and peak RSS (getrusage of memgate alone, not its
-// children), every tick's duration (p50, p99, max), and each grant's wait:
+// children), every tick's duration (p50, p99, max) on the clock and in
+// memgate's own CPU time (on a loaded machine the first also counts the
+// time the build's processes had the cores), and each grant's wait:
 // from the wrapper's request, and from the moment the grant became
 // possible (the later of the request and the last slot or memory given
 // back), which is memgate's own reaction time. Pure bookkeeping: the
@@ -19,7 +21,10 @@ double quantile(std::vector<double> values, double q);
 
 class RunStats {
  public:
-  void tick(double seconds) { ticks_.push_back(seconds); }
+  void tick(double seconds, double cpu_seconds) {
+    ticks_.push_back(seconds);
+    tick_cpus_.push_back(cpu_seconds);
+  }
   void loop_turn() { ++turns_; }
   // A job was granted at `now`, requested at `requested`; `released` is
   // when memgate last learned of a slot or memory given back.
@@ -30,6 +35,7 @@ class RunStats {
 
  private:
   std::vector<double> ticks_;
+  std::vector<double> tick_cpus_;
   std::vector<double> waits_;
   std::vector<double> reactions_;
   std::uint64_t turns_ = 0;

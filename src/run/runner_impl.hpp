@@ -60,6 +60,7 @@ class Runner {
 
  private:
   friend class RunnerStepsTest;  // tests/unit/runner_steps_test.cpp: the job steps with fake ports
+  friend class RunnerTickBench;  // bench/micro_scale.cpp: the tick's cost with fake ports
 
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();

@@ -10,6 +10,7 @@
 #include "predict/profile.hpp"
 #include "run/build_process.hpp"
 #include "run/runner_impl.hpp"
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -229,10 +230,10 @@ void Runner::sample_jobs() {
   double t = now();
   const Bytes limit = gov_->effective_limit(view_);
   const bool dense = limit <= 0 || static_cast<double>(view_.build_used) >= kDenseAbove * static_cast<double>(limit);
-  for (auto& [conn, job] : live_) {
-    if (job.done) continue;
-    JobState s = gov_->job(job.id).state;
-    if (s != JobState::running && s != JobState::frozen && s != JobState::killing) continue;
+  for (JobId id : gov_->active_jobs()) {
+    ConnectedJob* jp = by_job(id);
+    if (!jp || jp->done) continue;
+    ConnectedJob& job = *jp;
     if (!dense) {
       if (t < job.next_sample_t) continue;
       // Its first such read sets its phase (by job id): a wave of jobs
@@ -290,11 +291,13 @@ void Runner::scan_ungated(double t) {
 
 void Runner::tick() {
   double t = now();
+  const double cpu0 = thread_cpu_s();
   ports_->drop_idle();
   sample_jobs();
   scan_ungated(t);
   Bytes jobs_current = 0;
-  for (const auto& [conn, job] : live_) jobs_current += job.current;
+  for (JobId id : gov_->active_jobs())
+    if (const ConnectedJob* job = by_job(id)) jobs_current += job->current;
   view_ = ports_->read_memory(jobs_current);
   recorder_.sample_memory(t, view_.build_used);
   if (!abort_signal_) {
@@ -309,7 +312,7 @@ void Runner::tick() {
   Bytes limit = gov_->effective_limit(view_);
   bool tight = limit > 0 && static_cast<double>(view_.build_used) >= kFastTickAbove * static_cast<double>(limit);
   next_tick_ = t + (tight ? kFastTick_s : kTick_s);
-  stats_.tick(now() - t);
+  stats_.tick(now() - t, thread_cpu_s() - cpu0);
 }
 
 void Runner::log_new_events() {

@@ -10,83 +10,11 @@
 #include <memory>
 
 #include "run/runner_impl.hpp"
+#include "support/runner_fakes.hpp"
 
 namespace memgate {
 
 namespace {
-
-// What the runner did to one job's processes.
-struct FakeJobState {
-  std::vector<std::string> dirs{"/fake/job"};  // what prepare_attempt hands the wrapper
-  int prepared = 0, ended = 0, kills = 0, samples = 0;
-  pid_t child = 0;
-  bool joined = true;  // set_child's answer
-  bool frozen = false;
-  bool freezable = true;
-  bool oom = false;
-  JobMemory mem;
-  std::vector<pid_t> tree{4242};
-};
-
-class FakeJob final : public JobControl {
- public:
-  explicit FakeJob(std::shared_ptr<FakeJobState> s) : s_(std::move(s)) {}
-  std::vector<std::string> prepare_attempt() override {
-    ++s_->prepared;
-    return s_->dirs;
-  }
-  bool set_child(pid_t pid) override {
-    s_->child = pid;
-    return s_->joined;
-  }
-  JobMemory sample(Sampling) override {
-    ++s_->samples;
-    return s_->mem;
-  }
-  bool freeze(bool frozen) override {
-    if (!s_->freezable) return false;
-    s_->frozen = frozen;
-    return true;
-  }
-  void kill() override { ++s_->kills; }
-  bool oom_killed() const override { return s_->oom; }
-  void end_attempt() override { ++s_->ended; }
-  bool has_cgroup() const override { return true; }
-  std::vector<pid_t> tree() const override { return s_->tree; }
-
- private:
-  std::shared_ptr<FakeJobState> s_;
-};
-
-struct FakePorts final : RunnerPorts {
-  std::map<ConnId, std::vector<Message>> sent;
-  std::vector<ConnId> closed;
-  std::map<JobId, std::shared_ptr<FakeJobState>> jobs;
-  bool descends = true;
-  bool alive = true;
-  double cpu_s = 0;
-  int idle_drops = 0;
-  std::vector<pid_t> build;
-  MemoryView view;
-
-  bool send(ConnId conn, const Message& m) override {
-    sent[conn].push_back(m);
-    return true;
-  }
-  void close(ConnId conn) override { closed.push_back(conn); }
-  pid_t peer_pid(ConnId conn) const override { return static_cast<pid_t>(1000 + conn); }
-  void drop_idle() override { ++idle_drops; }
-  std::unique_ptr<JobControl> start_job(JobId id) override {
-    auto s = std::make_shared<FakeJobState>();
-    jobs[id] = s;
-    return std::make_unique<FakeJob>(s);
-  }
-  bool descends_from(pid_t, pid_t) const override { return descends; }
-  bool exists(pid_t) const override { return alive; }
-  double cpu_seconds(const std::vector<pid_t>&) const override { return cpu_s; }
-  std::vector<pid_t> build_processes(pid_t) override { return build; }
-  MemoryView read_memory(Bytes) override { return view; }
-};
 
 RequestMsg request(const std::string& source) {
   RequestMsg m;
