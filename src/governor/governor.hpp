@@ -28,6 +28,8 @@
 //      the oldest frozen job once memory has stayed low for a while;
 //   3. kill the newest job and requeue it with its prediction raised to
 //      what it was seen to use.
+// Code: admission in governor_admit.cpp, pressure in governor_pressure.cpp,
+// a job's life, learning and the rest in governor.cpp.
 #pragma once
 
 #include <cstdint>
@@ -327,9 +329,7 @@ class Governor {
 
   // Any job of this build, running or done (throws for an unknown id).
   const GovJob& job(JobId id) const;
-  // The running, frozen and killing jobs, in id order: what a tick
-  // measures, without walking the waiting ones.
-  std::vector<JobId> active_jobs() const;
+  std::vector<JobId> active_jobs() const;  // running, frozen, killing: what a tick measures
   const Counters& counters() const { return counters_; }
   const std::vector<GovEvent>& events() const { return events_; }
   GovernorCounts counts(double now = -1) const;
@@ -412,41 +412,35 @@ class Governor {
   bool try_thaw(const MemoryView& view, double now, Decisions& out);
   void start(GovJob& j, double now, Decisions& out);
   void event(double now, EventKind kind, JobId job, std::string reason);
-  void tell(const JobFact& f) {
-    if (fact_) fact_(f);
-  }
+  void tell(const JobFact& f) { if (fact_) fact_(f); }
   void count(Counter c, std::int64_t by = 1) { counters_[c] += by; }
   std::vector<GovJob*> by_state(JobState s);
-  // The newest job that may be frozen (running) or killed (running or
-  // frozen, with reruns left).
+  // The newest job that may be frozen (running) or killed (running or frozen, reruns left).
   GovJob* newest_to_freeze();
   GovJob* newest_to_kill();
   int busy_slots() const;
-  // Remote slots of `engine` free now (see GovernorConfig::remote_slots);
-  // 0 for an engine of unknown capacity.
+  // Remote slots of `engine` free now (GovernorConfig::remote_slots; 0 for
+  // an engine of unknown capacity), and held (remote jobs and offloaded).
   int remote_free(const std::string& engine) const;
-  // Jobs of `engine` holding one of its remote slots (remote ones that
-  // took a slot, and offloaded ones).
   int remote_busy(const std::string& engine) const;
   int unfrozen_running() const;
   Bytes overhead(const MemoryView& view) const;
   // A default, or an estimate from few jobs or from profiles alone.
   static bool weak_guess(const Prediction& p);
-  // Cold admission: for a waiting job predicted by no more than a
-  // default or a klass-wide guess, what the running jobs of its klass
-  // show (see GovernorConfig), or 0 when they show nothing usable or the
-  // klass already has as many such admissions in flight as it has jobs
-  // known past their peak or finished (a slow start: the number of
-  // optimistic jobs at most doubles per peak).
-  // What the running jobs of one klass show, read once per admission
-  // step for every waiting job of that klass (cold_need), so a step does
-  // not compare each waiting job with each running one.
+  // What a klass's running jobs show, read once per admission step for
+  // all its waiting jobs: the largest peak so far per unit of CPU weight
+  // with its margin, speculative admissions in flight, and jobs past their
+  // peak or finished.
   struct LiveSiblings {
-    double best_w = 0;  // the largest peak so far per unit of CPU weight, with its margin
-    int in_flight = 0;  // speculative admissions not yet past their peak
-    int confirmed = 0;  // jobs past their peak or finished
+    double best_w = 0;
+    int in_flight = 0, confirmed = 0;
   };
   LiveSiblings live_siblings(const std::string& klass, double now) const;
+  // Cold admission: for a waiting job predicted by no more than a default
+  // or a klass-wide guess, what its klass's running jobs show (see
+  // GovernorConfig), or 0 when they show nothing usable or the klass has
+  // as many such admissions in flight as jobs past their peak or finished
+  // (a slow start: optimistic jobs at most double per peak).
   Bytes cold_need(const GovJob& j, const LiveSiblings& s) const;
 
   GovernorConfig cfg_;
@@ -471,8 +465,8 @@ class Governor {
   bool queue_sorted_ = true;
   static bool queue_before(const GovJob* a, const GovJob* b);
   void enqueue(GovJob& j);
-  std::int64_t mem_waiters_ = 0;  // waiting jobs blocked by memory at the last admission
-  std::int64_t cpu_waiters_ = 0;  // ... and by CPU (and not by memory)
+  // Waiting jobs blocked by memory, and by CPU (not memory), at the last admission.
+  std::int64_t mem_waiters_ = 0, cpu_waiters_ = 0;
   std::size_t waiting_n_ = 0;     // jobs waiting now
   // Learning since the waiting jobs were last predicted again (learned()).
   static constexpr std::size_t kRepredictShare = 32;

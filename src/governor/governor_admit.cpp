@@ -1,6 +1,6 @@
 // Admission: which waiting jobs start now (longest-first or packing),
 // cold admission on live siblings, offloading to an engine and declining.
-// The rest of the governor (pressure, exits, learning): governor.cpp.
+// Pressure: governor_pressure.cpp; exits, learning and the rest: governor.cpp.
 #include <fmt/core.h>
 
 #include <algorithm>
