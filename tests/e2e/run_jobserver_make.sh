@@ -10,7 +10,11 @@
 #      client: a private fifo, and three at once;
 #   4. with -j the user's parallelism stands: no jobserver of memgate's;
 #   5. a client killed holding tokens: they are reclaimed, and the jobs
-#      after it run three at once again.
+#      after it run three at once again;
+#   6. tokens are withheld while a job waits for memory: with room for one
+#      600 MB compile at a time, none is offered from the moment a job
+#      waits until make has started its last recipe, and the six compiles
+#      run, gated, without an OOM kill.
 source "$(dirname "$0")/lib.sh"
 require_cgroups
 client="$(cd "$(dirname "$0")/../tools" && pwd)/jobserver_client.py"
@@ -91,4 +95,41 @@ MK
 grep -q "took 2" "$E2E_TMP/leak.out" || fail "the leaker took no tokens: $(cat "$E2E_TMP/leak.out")"
 grep -q "reclaimed 2" "$E2E_TMP/leak.tokens" || fail "no tokens reclaimed: $(cat "$E2E_TMP/leak.tokens")"
 assert_eq 3 "$(overlap "$d/log")" "jobs at once after the leak"
+
+# 6. Memory for one compile at a time (--memory 1G, 600 MB each): from the
+#    moment a job waits for memory no token is offered while make still has
+#    recipes to start (case 1 offered two); make goes on with what it
+#    holds, and memgate's queue runs the compiles one at a time. Here the
+#    memory cap on tokens and the hold-back while a job waits both say no;
+#    JobserverGovernor.WithholdsTokensWhileAJobWaitsForMemory (unit) takes
+#    the hold-back alone.
+d="$E2E_TMP/mem"
+mkdir -p "$d"
+for i in 1 2 3 4 5 6; do echo "memjob: --peak 600M --duration 1" >"$d/j$i.job"; done
+cp "$E2E_TMP/flat/Makefile" "$d/Makefile"
+(cd "$d" && cg_run "$cg" "$MEMGATE" run --jobs 3 --memory 1G --history "$E2E_TMP/mem.db" \
+  --jobserver-log "$E2E_TMP/mem.tokens" -- make LOG="$d/log" >"$E2E_TMP/mem.out" 2>&1) ||
+  fail "make under memory pressure: $(cat "$E2E_TMP/mem.out")"
+assert_eq 6 "$(grep -c '^end' "$d/log")" "compiles run under memory pressure"
+history_json "$E2E_TMP/mem.db" "$E2E_TMP/mem.json"
+assert_eq 6 "$(json_get "$E2E_TMP/mem.json" 'len(j["jobs"])')" "gated compiles under memory pressure"
+assert_eq 0 "$(json_get "$E2E_TMP/mem.json" 'j["build"]["counters"]["oom_killed"]')" "OOM kills"
+tokens=$(python3 - "$E2E_TMP/mem.tokens" <<'PY'
+import sys
+# From the first time the fifo is empty (a job waits for memory) until
+# make holds no token (it has started its last recipe), the fifo stays
+# empty: no token offered while compiles wait for memory.
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rows = [(int(r[r.index("held") + 1]), int(r[r.index("waiting") + 1])) for r in rows]
+i = next((k for k, (h, w) in enumerate(rows) if w == 0), None)
+span = []
+if i is not None:
+    for h, w in rows[i:]:
+        if h == 0:
+            break
+        span.append(w)
+print("withheld" if span and not any(span) else "offered" if span else "make held no token")
+PY
+)
+assert_eq withheld "$tokens" "tokens while jobs waited for memory ($(tr '\n' ';' <"$E2E_TMP/mem.tokens"))"
 echo "PASS"
