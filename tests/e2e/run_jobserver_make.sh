@@ -14,7 +14,11 @@
 #   6. tokens are withheld while a job waits for memory: with room for one
 #      600 MB compile at a time, none is offered from the moment a job
 #      waits until make has started its last recipe, and the six compiles
-#      run, gated, without an OOM kill.
+#      run, gated, without an OOM kill;
+#   7. a tool that is no client overruns the tokens: ninja 1.11 at -j8 in a
+#      make recipe starts all six compiles at once, and memgate's gate
+#      still runs them three at a time (the exec gate is the main
+#      mechanism; the jobserver only spares make's own waiting).
 source "$(dirname "$0")/lib.sh"
 require_cgroups
 client="$(cd "$(dirname "$0")/../tools" && pwd)/jobserver_client.py"
@@ -132,4 +136,21 @@ print("withheld" if span and not any(span) else "offered" if span else "make hel
 PY
 )
 assert_eq withheld "$tokens" "tokens while jobs waited for memory ($(tr '\n' ';' <"$E2E_TMP/mem.tokens"))"
+
+# 7. ninja (no jobserver client in 1.11) at -j8 inside a make recipe.
+d="$E2E_TMP/nin"
+mkdir -p "$d"
+for i in 1 2 3 4 5 6; do echo "memjob: --peak 40M --duration 2" >"$d/j$i.job"; done
+{
+  printf 'rule cc\n  command = cc -c $in -o $out\n'
+  for i in 1 2 3 4 5 6; do printf 'build j%s.o: cc j%s.job\n' "$i" "$i"; done
+} >"$d/build.ninja"
+printf 'all:\n\tninja -j8\n' >"$d/Makefile"
+(cd "$d" && cg_run "$cg" "$MEMGATE" run --jobs 3 --history "$E2E_TMP/nin.db" --trace "$E2E_TMP/nin.trace" \
+  -- make >"$E2E_TMP/nin.out" 2>&1) || fail "ninja under make under memgate: $(cat "$E2E_TMP/nin.out")"
+history_json "$E2E_TMP/nin.db" "$E2E_TMP/nin.json"
+assert_eq 6 "$(json_get "$E2E_TMP/nin.json" 'len(j["jobs"])')" "compiles ninja ran, gated"
+assert_eq 0 "$(json_get "$E2E_TMP/nin.json" 'j["build"].get("counters", {}).get("ungated", 0)')" "ungated compilers"
+assert_eq 3 "$(json_get "$E2E_TMP/nin.trace" '(lambda xs: max(sum(1 for a in xs if a["ts"] <= b["ts"] < a["ts"] + a["dur"]) for b in xs))([e for e in (j["traceEvents"] if isinstance(j, dict) else j) if e["ph"] == "X"])')" \
+  "compiles at once from ninja -j8 at --jobs 3"
 echo "PASS"
