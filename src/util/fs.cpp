@@ -13,7 +13,11 @@
 
 namespace memgate {
 
-std::optional<std::string> read_file(const std::string& path) {
+namespace {
+
+// The whole file; with `short_is_end`, a read shorter than the buffer ends
+// it (kernel files, see read_kernel_file), else only a read of 0 does.
+std::optional<std::string> read_whole(const std::string& path, bool short_is_end) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::string out;
@@ -25,31 +29,17 @@ std::optional<std::string> read_file(const std::string& path) {
       ::close(fd);
       return std::nullopt;
     }
-    if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    if (n == 0 || (short_is_end && static_cast<size_t>(n) < sizeof buf)) break;
   }
   ::close(fd);
   return out;
 }
 
-std::optional<std::string> read_kernel_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return std::nullopt;
-    }
-    out.append(buf, static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < sizeof buf) break;
-  }
-  ::close(fd);
-  return out;
-}
+}  // namespace
+
+std::optional<std::string> read_file(const std::string& path) { return read_whole(path, false); }
+std::optional<std::string> read_kernel_file(const std::string& path) { return read_whole(path, true); }
 
 Status write_file(const std::string& path, std::string_view content, bool create) {
   int flags = O_WRONLY | O_CLOEXEC | (create ? (O_CREAT | O_TRUNC) : 0);
