@@ -159,11 +159,17 @@ static_sweep() {
 }
 
 run_contenders() {
-  local nf
   w_env
   STATIC_ROW=()
   STATIC_CLEAN=()
   SWEEP_LISTED=()
+  [ "${ONLY:-}" = memgate ] || run_static_contenders
+  run_memgate_contenders
+}
+
+# 1-4: static -j, the flash-attn formula, the sweep, GNU parallel.
+run_static_contenders() {
+  local nf
   # 1. What users try first.
   static_make "$W_CORES" "make -j$W_CORES" make
   # 2. flash-attn's formula.
@@ -181,7 +187,10 @@ run_contenders() {
     parallel "$W_CORES" env -C "$W_DIR" PATH="$BENCH_LIB/cgroup-meminfo${W_PATH:+:$W_PATH}:$PATH" \
     parallel -j"$W_CORES" --memfree "$free" --memsuspend "$suspend" --retries 10 \
     "echo {} >>attempts.log; $W_PAR_CMD" :::: "$W_DIR/jobs.txt"
-  # 5, 6. memgate with an empty history, then the same build again.
+}
+
+# memgate with an empty history, then the same build again.
+run_memgate_contenders() {
   MG_HISTORY="$BENCH_TMP/$W_NAME-history.db"
   rm -f "$MG_HISTORY"*
   # No --memory: memgate finds the run's cgroup limit and sizes its reserve
@@ -192,4 +201,8 @@ run_contenders() {
   local jl="${W_MEMJOBS:+ --jobs $W_MEMJOBS}"
   contender "memgate cold$jl" memgate-cold "${W_MEMJOBS:-0}" "${W_ENV[@]}" "${mg[@]}" -- make -C "$W_DIR" -j
   contender "memgate warm$jl" memgate-warm "${W_MEMJOBS:-0}" "${W_ENV[@]}" "${mg[@]}" -- make -C "$W_DIR" -j
+  # Both runs' history, for `memgate plan --history` against what was measured.
+  "$MEMGATE" history export "$BENCH_LOGS/$W_NAME-history.json" --history "$MG_HISTORY" >/dev/null 2>&1 || true
+  local f
+  for f in "$MG_HISTORY"*; do cp "$f" "$BENCH_LOGS/$W_NAME-history.db${f#"$MG_HISTORY"}"; done
 }
