@@ -9,9 +9,11 @@ its own CPU time: two jobs on one core each take twice as long, as real
 nvcc jobs do, and a frozen job does not move on.
 
 Jobs: every clean profile once (17), or --jobs N of them drawn by a seeded
-shuffle. Names are fa_<kernel>_<targets>: they do not match the stems of
-the shipped flash-attn prior, whose memory is at real scale, so a cold run
-is a true cold start. Writes, in --out:
+shuffle. Names are the kernel's with `flash_` made `attn_`, then the
+targets (attn_bwd_hdim128_fp16_sm80_sm80): the real names' shape (one
+token every kernel shares, then bwd/fwd, head dim, type), but not the
+stems of the shipped flash-attn prior, whose memory is at real scale, so
+a cold run is a true cold start of a project shaped like flash-attn. Writes, in --out:
   curves/<name>.csv  the scaled curve (t_seconds,bytes)
   <name>.cu          `// memjob: --curve curves/<name>.csv --rate R`
   Makefile           `all` builds every .o, in name order (bwd kernels first)
@@ -55,7 +57,7 @@ def main():
     jobs = []
     for r in picked:
         kernel = r["profile"].split("__")[0]
-        name = f"fa_{kernel}_{r['targets']}"
+        name = f"attn_{kernel.removeprefix('flash_')}_{r['targets']}"
         prof = load_profile(os.path.join(a.data, "flash-attn-profiles", r["profile"]))
         scaled = [(t / a.time_scale, int(b / a.mem_scale)) for t, b in prof]
         with open(os.path.join(a.out, "curves", name + ".csv"), "w") as f:
