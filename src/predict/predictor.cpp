@@ -146,17 +146,27 @@ struct Predictor::Node {
     return std::any_of(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second.profile; });
   }
 
+  // Tokens every known job of the group shares, once it has this many,
+  // are the project's prefix (flash_, fa_flash_, libfoo_): however many
+  // there are, they count as one token of the depth two stems must share,
+  // so a two-token prefix does not make every pair of jobs alike. With
+  // fewer jobs, a shared prefix is all there is to go by.
+  static constexpr std::size_t kSharedPrefixJobs = 4;
+
   // The deepest node along `tokens` that has entries (with `runs`: runs
   // seen here, not only profiles), and its depth.
   std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens, bool runs) const {
     const Node* n = this;
     const Node* best = this;
     int depth = 0, best_depth = 0;
+    bool in_prefix = false;
     for (const auto& t : tokens) {
       auto it = n->children.find(t);
       if (it == n->children.end() || it->second->entries.empty()) break;
       n = it->second.get();
-      ++depth;
+      const bool shared = entries.size() >= kSharedPrefixJobs && n->entries.size() == entries.size();
+      if (!(shared && in_prefix)) ++depth;
+      in_prefix = shared;
       if (!runs || n->has_runs()) {
         best = n;
         best_depth = depth;

@@ -257,3 +257,25 @@ TEST(Ladder, Rung2ScalesUpByPreprocessedSize) {
   test.tu_bytes = 0;
   EXPECT_EQ(p.predict(test).peak, with_margin(100 * MB));
 }
+
+// Rung 4 when every job of a build shares a prefix of two tokens
+// (fa_flash_): the prefix counts as one token, so forward kernels are not
+// alike to backward ones only because the whole project is named alike.
+// With fewer than four jobs known the prefix still counts in full.
+TEST(Ladder, Rung4AProjectWidePrefixCountsAsOneToken) {
+  Predictor p;
+  p.observe(ran(kernel("fa_flash_bwd_hdim128_fp16"), 6000 * MB));
+  p.observe(ran(kernel("fa_flash_bwd_hdim64_fp16"), 5800 * MB));
+  p.observe(ran(kernel("fa_flash_fwd_hdim128_fp16"), 4000 * MB));
+  p.observe(ran(kernel("fa_flash_fwd_hdim64_fp16"), 3600 * MB));
+  const Prediction fwd = p.predict(kernel("fa_flash_fwd_hdim256_bf16"));
+  EXPECT_EQ(fwd.source, PredictionSource::similar);
+  EXPECT_LE(fwd.peak, with_margin(4000 * MB));  // the forward kernels, not the backward ones
+  const Prediction other = p.predict(kernel("fa_flash_splitkv_hdim64"));
+  EXPECT_NE(other.source, PredictionSource::similar);  // alike in the project's prefix only
+
+  Predictor few;
+  few.observe(ran(kernel("fa_flash_bwd_hdim128_fp16"), 6000 * MB));
+  few.observe(ran(kernel("fa_flash_fwd_hdim64_fp16"), 3600 * MB));
+  EXPECT_EQ(few.predict(kernel("fa_flash_splitkv_hdim64")).source, PredictionSource::similar);
+}
