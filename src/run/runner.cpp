@@ -277,6 +277,10 @@ bool Runner::start_build() {
   SpawnSpec spec;
   spec.argv = opt_.command;
   spec.env_changes = injection_env(in);
+  // A build with no complete run of this command here has nothing to
+  // predict its compiles from: its wrappers measure each one's size
+  // (wrap/tu_size.hpp). A build seen before does not pay for it.
+  spec.env_changes["MEMGATE_TU_SIZE"] = progress_ref_.jobs > 0 ? "" : "1";
   spec.cgroup_dirs = cgroups_->build_dirs();
   serve_tokens(spec.env_changes, spec.inherit_fds);
   SpawnFailure failure;

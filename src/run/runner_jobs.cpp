@@ -79,6 +79,7 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   key.klass = m.klass;
   key.stem = m.stem;
   key.cpu_weight = std::max(1, m.cpu_weight);
+  key.tu_bytes = m.tu_bytes;
   ConnectedJob job;
   job.conn = conn;
   job.req = m;

@@ -33,6 +33,7 @@
 #include "util/text.hpp"
 #include "wrap/find_program.hpp"
 #include "wrap/protocol.hpp"
+#include "wrap/request.hpp"
 
 namespace memgate {
 namespace {
@@ -68,46 +69,6 @@ int connect_to(const std::string& path) {
     return -1;
   }
   return fd;
-}
-
-// The engine a launch goes through: argv[0] names one (CC="distcc gcc")
-// or the file resolves to one (distcc's masquerade directory,
-// /usr/lib/distcc/gcc -> ../../bin/distcc), and the engine takes the
-// command. "" for anything else.
-std::string engine_of_launch(const Launch& launch, const JobKey& key) {
-  if (launch.argv.empty()) return "";
-  const Engine* engine = sending_engine(launch.argv[0]);
-  if (!engine) {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink(launch.exe.c_str(), buf, sizeof buf - 1);
-    if (n <= 0) return "";
-    buf[n] = '\0';
-    engine = sending_engine(buf);
-  }
-  return engine && engine->takes(key) ? std::string(engine->name()) : "";
-}
-
-RequestMsg make_request(const Launch& launch) {
-  RequestMsg req;
-  req.argv = launch.argv;
-  char buf[PATH_MAX];
-  if (::getcwd(buf, sizeof buf)) req.cwd = buf;
-  // nvcc and hipcc also read flags from the environment (--threads and
-  // -gencode for nvcc, the offload targets for hipcc change the job's
-  // weight and identity like flags on the line).
-  const char* pre = ::getenv("NVCC_PREPEND_FLAGS");
-  const char* app = ::getenv("NVCC_APPEND_FLAGS");
-  const char* hip = ::getenv("HCC_AMDGPU_TARGET");
-  CommandInfo info = analyze_command(
-      with_hip_env_targets(with_nvcc_env_flags(launch.argv, pre ? pre : "", app ? app : ""), hip ? hip : ""),
-      req.cwd);
-  req.tool = info.key.tool;
-  req.identity = info.key.identity;
-  req.klass = info.key.klass;
-  req.stem = info.key.stem;
-  req.cpu_weight = info.key.cpu_weight;
-  req.engine = engine_of_launch(launch, info.key);
-  return req;
 }
 
 // Everything the child needs, prepared before it exists: it shares the
@@ -405,6 +366,9 @@ int exec_program(const Launch& launch) {
 }
 
 int run_gated(const Launch& launch, const std::string& socket_path) {
+  // Made before connecting: measuring a compile's size may take a second,
+  // and a connection that says nothing for long is dropped.
+  RequestMsg request = make_request(launch);
   int fd = connect_to(socket_path);
   if (fd < 0) return fail_open(launch, socket_path, -1);
   if (std::string why = untrusted_governor(fd); !why.empty()) {
@@ -415,7 +379,6 @@ int run_gated(const Launch& launch, const std::string& socket_path) {
               launch.argv.empty() ? launch.exe : launch.argv[0]);
     return exec_program(launch);
   }
-  RequestMsg request = make_request(launch);
   if (!write_message(fd, request)) return fail_open(launch, socket_path, fd);
   std::optional<std::vector<platform::CgroupMount>> mounts;  // read at the first grant with cgroups
   for (;;) {

@@ -40,6 +40,7 @@ json to_json(const Message& m) {
          {"cpu_weight", r->cpu_weight}};
     if (r->argv_truncated) j["argv_truncated"] = true;
     if (!r->engine.empty()) j["engine"] = r->engine;
+    if (r->tu_bytes > 0) j["tu_bytes"] = r->tu_bytes;
   } else if (auto* g = std::get_if<GrantMsg>(&m)) {
     j = {{"type", "grant"}, {"job", g->job}, {"attempt", g->attempt}, {"cgroups", g->cgroups}};
     if (!g->offload.empty()) j["offload"] = g->offload;
@@ -148,6 +149,7 @@ Result<Message> decode_request(Reader& r) {
             r.get("cpu_weight", m.cpu_weight, 1, kMaxCpuWeight);
   if (ok && r.j.contains("argv_truncated")) ok = r.get("argv_truncated", m.argv_truncated);
   if (ok && r.j.contains("engine")) ok = r.get("engine", m.engine) && valid_engine(m.engine, r);
+  if (ok && r.j.contains("tu_bytes")) ok = r.get("tu_bytes", m.tu_bytes, 0, kMaxReportedBytes);
   if (!ok) return Error{r.error};
   if (m.v != kProtocolVersion)
     return Error{fmt::format("unsupported protocol version {} (this memgate speaks {})", m.v, kProtocolVersion)};

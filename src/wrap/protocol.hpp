@@ -15,7 +15,7 @@
 // JSON, an unknown type, a missing or wrongly typed field, a number out of
 // its range) is a protocol error: the receiver drops the connection.
 // Ranges: cpu_weight 1..kMaxCpuWeight, pids > 0, times 0..kMaxSeconds,
-// maxrss_bytes 0..kMaxReportedBytes; nothing a peer sends can reach the
+// maxrss_bytes and tu_bytes 0..kMaxReportedBytes; nothing a peer sends can reach the
 // governor's arithmetic or history unbounded. JSON stays inside protocol.cpp
 // so the rest of memgate compiles without it.
 #pragma once
@@ -49,6 +49,9 @@ struct RequestMsg {
   // ("distcc", "icecc"; see engine_of_launch), empty for a local job.
   // Optional on the wire.
   std::string engine;
+  // The translation unit's preprocessed size in bytes (wrap/tu_size.hpp),
+  // 0 when not measured. Optional on the wire.
+  std::int64_t tu_bytes = 0;
 };
 
 struct GrantMsg {

@@ -318,6 +318,21 @@ TEST(Protocol, EngineOffloadAndDeclineRoundTrip) {
   EXPECT_TRUE(std::get<GrantMsg>(round_trip(no)).decline);
 }
 
+// A compile's preprocessed size rides on its request when measured, and a
+// size out of range drops the connection like any bad field.
+TEST(Protocol, ATranslationUnitSizeRoundTripsAndIsBounded) {
+  RequestMsg r = sample_request();
+  r.tu_bytes = 3 * MiB;
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(r)).tu_bytes, 3 * MiB);
+  EXPECT_EQ(std::get<RequestMsg>(round_trip(sample_request())).tu_bytes, 0);
+  std::string payload = encode_payload(sample_request());
+  for (const char* bad : {"-1", "1e30", "\"big\"", "1125899906842625"}) {
+    std::string p = payload;
+    p.insert(p.size() - 1, std::string(",\"tu_bytes\":") + bad);
+    EXPECT_FALSE(decode_payload(p).ok()) << bad;
+  }
+}
+
 TEST(Protocol, AnOffloadEngineThatIsAPathIsRefused) {
   for (const char* bad : {"/tmp/evil", "../bin/distcc", "", ".."}) {
     auto m = decode_payload(std::string(R"({"type":"grant","job":1,"attempt":1,"cgroups":[],"offload":")") + bad +
