@@ -49,8 +49,11 @@ workload_flash-real() {
     --mem-scale "$mem_scale" --time-scale "$time_scale" --out "$W_DIR"
   memjob_nvcc_build "$mem_scale"
   run_contenders
+  local hist=() f
+  for f in "$BENCH_LOGS/$W_NAME"-*-memgate-*.history.json; do [ -e "$f" ] && hist+=(--history-json "$f"); done
   /usr/bin/python3 "$BENCH_LIB/bounds.py" --workload flash-real --cores "$W_CORES" --capacity "$W_LIMIT" \
-    --jobs-csv "$W_DIR/jobs.csv" --source "the replayed curves (memory /$mem_scale, time /$time_scale): CPU, integral, length" >>"$BENCH_BOUNDS"
+    --jobs-csv "$W_DIR/jobs.csv" "${hist[@]}" \
+    --source "the replayed curves (memory /$mem_scale, time /$time_scale): integral; CPU and length: the larger of the curves' and memgate's measured (smallest per job)" >>"$BENCH_BOUNDS"
 }
 
 # memjob_nvcc_build MEM_SCALE: the contenders' settings for $W_DIR's .cu
