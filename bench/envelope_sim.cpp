@@ -1,10 +1,12 @@
 // What the envelope buys in plan's simulator (the same Governor as `memgate
 // run`): the measured flash-attn kernels of one arch (clean runs, each its
 // own profile, CPU time and wall time) on a machine of CORES cores and
-// BUDGET GiB, admitted with packing, first on the step older records make
-// (peak_over_frac and after_peak: format version 1), then on each job's
-// envelope. Against the lower bound max(ΣCPU / cores, Σ∫m(t)dt / budget,
+// BUDGET GiB, under each admission policy, first on the step older records
+// make (peak_over_frac and after_peak: format version 1), then on each
+// job's envelope. Against the lower bound max(ΣCPU / cores, Σ∫m(t)dt / budget,
 // longest job). Usage: bench_envelope_sim [FIXTURES_DIR [CORES [BUDGET_GIB [TARGETS]]]]
+// (TARGETS: sm80, sm90, ... or any: every clean single-target job, as
+// bench/run's flash-real workload replays them)
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -29,13 +31,14 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", rows.error());
     return 1;
   }
-  fmt::print("{:<9} {:>5} {:>9} {:>9} {:>7} {:>9} {:>12} {:>4}\n", "admission", "jobs", "wall_s", "bound_s", "ratio",
-             "peak_GiB", "released", "oom");
+  fmt::print("{:<14} {:<9} {:>5} {:>9} {:>9} {:>7} {:>9} {:>12} {:>4}\n", "admission", "curve", "jobs", "wall_s",
+             "bound_s", "ratio", "peak_GiB", "released", "oom");
+  for (const AdmissionPolicy policy : {AdmissionPolicy::longest_first, AdmissionPolicy::packing})
   for (const bool envelope : {false, true}) {
     std::vector<PlanJob> jobs;
     double cpu = 0, mem_s = 0, longest = 0;
     for (const auto& r : *rows) {
-      if (r.targets != targets || r.contended || r.samples.empty()) continue;
+      if ((targets != "any" && r.targets != targets) || r.contended || r.samples.empty()) continue;
       PlanJob j = measured_job(r);
       normalize(j);
       if (!envelope) j.predicted.envelope = {};
@@ -50,11 +53,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     MemgateSimOptions o;
-    o.admission = AdmissionPolicy::packing;
+    o.admission = policy;
     const MemgateRun run = simulate_memgate(jobs, m, o);
     const double bound = std::max({cpu / m.cores, mem_s / static_cast<double>(m.budget()), longest});
-    fmt::print("{:<9} {:>5} {:>9.1f} {:>9.1f} {:>6.3f}x {:>9.2f} {:>8.1f}GiBs {:>4}\n", envelope ? "envelope" : "step",
-               jobs.size(), run.wall_s, bound, run.wall_s / bound, static_cast<double>(run.peak) / GiB,
+    fmt::print("{:<14} {:<9} {:>5} {:>9.1f} {:>9.1f} {:>6.3f}x {:>9.2f} {:>8.1f}GiBs {:>4}\n", name(policy),
+               envelope ? "envelope" : "step", jobs.size(), run.wall_s, bound, run.wall_s / bound, static_cast<double>(run.peak) / GiB,
                static_cast<double>(get(run.counters, Counter::released_mib_s)) / 1024.0,
                get(run.counters, Counter::oom_killed));
   }
