@@ -76,8 +76,8 @@ void add_run_command(CLI::App& app, int* status) {
       ->type_name("S")
       ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--admission", opt->admission,
-                  "which waiting job starts first: longest-first, or packing (the longest one that cannot start "
-                  "yet is not delayed by shorter ones; see ARCHITECTURE.md)")
+                  "which waiting job starts first: packing (the default: the longest one that cannot start yet "
+                  "is not delayed by shorter ones), or longest-first (any job that fits; see ARCHITECTURE.md)")
       ->type_name("POLICY")
       ->check(CLI::IsMember({"longest-first", "packing"}));
   cmd->add_option("--jobserver", opt->jobserver,

@@ -141,7 +141,12 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       j->waited_for_memory = true;
       count(Counter::waited_for_memory);
     }
-    if (starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
+    // Longest-first's guard for a head that has waited too long: its
+    // memory is kept from later jobs. Packing's reservation for the head
+    // already admits only what does not delay it; the guard on top held
+    // back jobs that would have ended first (a core idle for 90 s of a
+    // flash-attn build in plan's simulator).
+    if (!shadow && starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
   }
   if (!pressure) offload_jobs(queue, left, now, out);
 

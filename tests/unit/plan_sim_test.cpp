@@ -322,8 +322,10 @@ TEST(PlanMemgate, PackingIsNoSlowerWhereWaitingGainsNothing) {
   // L holds its 7 GiB to the end: A can never run beside it.
   std::vector<PlanJob> serial{peaky_job("x", 300, 6 * GiB, 0.2, 1 * GiB), flat_job("l", 280, 0, 7 * GiB),
                               flat_job("a", 250, 0, 4 * GiB), flat_job("h", 20, 0, 4 * GiB)};
-  EXPECT_NEAR(with_policy(serial, m, AdmissionPolicy::packing).wall_s,
-              with_policy(serial, m, AdmissionPolicy::longest_first).wall_s, 1e-6);
+  // (Packing is faster here, 530 s to 550 s: its reservation for the head
+  // lets the short h run where longest-first's starvation guard holds it.)
+  EXPECT_LE(with_policy(serial, m, AdmissionPolicy::packing).wall_s,
+            with_policy(serial, m, AdmissionPolicy::longest_first).wall_s + 1e-6);
   PlanJob nv = flat_job("nvcc", 100, 100, 0);
   nv.profile = synthesize_profile(3 * GiB, 0.1, 0.2, 512 * MiB);
   nv.predicted = {};
