@@ -279,8 +279,11 @@ bool Runner::start_build() {
   spec.env_changes = injection_env(in);
   // A build with no complete run of this command here has nothing to
   // predict its compiles from: its wrappers measure each one's size
-  // (wrap/tu_size.hpp). A build seen before does not pay for it.
-  spec.env_changes["MEMGATE_TU_SIZE"] = progress_ref_.jobs > 0 ? "" : "1";
+  // (wrap/tu_size.hpp). A build seen before does not pay for it, nor one
+  // whose user said MEMGATE_TU_SIZE=0.
+  const char* tu = std::getenv("MEMGATE_TU_SIZE");
+  const bool refused = tu && std::string_view(tu) == "0";
+  spec.env_changes["MEMGATE_TU_SIZE"] = refused ? "0" : progress_ref_.jobs > 0 ? "" : "1";
   spec.cgroup_dirs = cgroups_->build_dirs();
   serve_tokens(spec.env_changes, spec.inherit_fds);
   SpawnFailure failure;

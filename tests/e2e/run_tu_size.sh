@@ -4,7 +4,8 @@
 # it: four compiles whose peaks follow their sizes (100 bytes of peak per
 # preprocessed byte), one at a time; the fourth, four times the others'
 # size, is predicted near its own peak, not at its siblings'. A second
-# run of the same command here measures nothing.
+# run of the same command here measures nothing, nor does a first one
+# under MEMGATE_TU_SIZE=0.
 #
 # The compiler is a fake g++ (memjob for a compile; for -E, as many bytes
 # as the source's "tu:" line says), so the sizes are known exactly.
@@ -64,4 +65,10 @@ rm -f "$w"/*.o
 cg_run "$cg" "$MEMGATE" run --quiet --jobs 1 --history "$h" -- make -s -C "$w" -j1
 check_memjob_outputs "$w" cpp || fail "second build's outputs"
 [ ! -e "$E2E_TMP/preprocessed.log" ] || fail "a warm build measured $(wc -l <"$E2E_TMP/preprocessed.log") compiles"
+
+note "3. a first build whose user said MEMGATE_TU_SIZE=0: nothing is measured"
+rm -f "$w"/*.o
+MEMGATE_TU_SIZE=0 cg_run "$cg" "$MEMGATE" run --quiet --jobs 1 --history "$E2E_TMP/h2.db" -- make -s -C "$w" -j1
+check_memjob_outputs "$w" cpp || fail "third build's outputs"
+[ ! -e "$E2E_TMP/preprocessed.log" ] || fail "MEMGATE_TU_SIZE=0 measured $(wc -l <"$E2E_TMP/preprocessed.log") compiles"
 echo "PASS"
