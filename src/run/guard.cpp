@@ -40,26 +40,31 @@ void keep_only(int pipe_fd) {
     n = ::read(3, &c, 1);
   } while (n < 0 && errno == EINTR);
   if (n == 1 && c == kDone) _exit(0);
-  std::size_t ended = clean_up_after(memgate);
-  if (ended > 0)
-    log::warn("memgate run (pid {}) was killed; its guard thawed and ended the {} process(es) left of its build",
-              memgate, ended);
+  // Said whenever something was left, even with no process in it (the
+  // kill may have reached every job first): a frozen cgroup with its limit
+  // is what a user would otherwise find later.
+  const CleanedUp done = clean_up_after(memgate);
+  if (done.cgroups > 0)
+    log::warn("memgate run (pid {}) was killed; its guard thawed and ended the {} process(es) left of its build "
+              "and removed its cgroups",
+              memgate, done.processes);
   _exit(0);
 }
 
 }  // namespace
 
-std::size_t clean_up_after(pid_t pid) {
-  std::size_t ended = 0;
+CleanedUp clean_up_after(pid_t pid) {
+  CleanedUp done;
   // `pid` is dead though it may not be reaped yet: only its own cgroups.
   auto dead = [pid](pid_t p) { return p != pid; };
   for (const auto& stale : platform::find_stale_cgroups(platform::detect_cgroups(), dead)) {
     if (stale.pid != pid) continue;
-    ended += stale.processes.size();
+    ++done.cgroups;
+    done.processes += stale.processes.size();
     if (auto st = platform::clean_stale_cgroup(stale); !st)
       log::warn("cannot remove the cgroups of memgate {}: {}", pid, st.error());
   }
-  return ended;
+  return done;
 }
 
 DeathGuard DeathGuard::start() {

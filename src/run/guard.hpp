@@ -50,8 +50,11 @@ class DeathGuard {
 };
 
 // What the guard does once memgate `pid` is dead: thaws, ends and removes
-// that pid's memgate-<pid> cgroups beside this process's own. Returns how
-// many processes were inside.
-std::size_t clean_up_after(pid_t pid);
+// that pid's memgate-<pid> cgroups beside this process's own.
+struct CleanedUp {
+  std::size_t cgroups = 0;    // memgate-<pid> trees found
+  std::size_t processes = 0;  // processes still inside them, ended
+};
+CleanedUp clean_up_after(pid_t pid);
 
 }  // namespace memgate

@@ -63,11 +63,13 @@ for how in timeout kill-group; do
   start=$(now_ms)
   wait "$outer" 2>/dev/null || true
   left="" build_left="" cgroups_left=""
+  # The guard speaks once it has removed the cgroups: wait for that too.
+  said() { grep -q "^memgate: warning: memgate run (pid $mg) was killed; its guard thawed and ended" "$log"; }
   while :; do
     left=$(frozen)
     build_left=$(marked_pids)
     cgroups_left=$(ls -d "$fz" "$mem" 2>/dev/null || true)
-    [ -z "$left$build_left$cgroups_left" ] && break
+    [ -z "$left$build_left$cgroups_left" ] && said && break
     [ $(($(now_ms) - start)) -lt 10000 ] || break
     sleep 0.2
   done
@@ -78,8 +80,7 @@ for how in timeout kill-group; do
   [ -z "$left" ] || fail "$how: still frozen 10 s after the kill: $(echo $left)"
   [ -z "$build_left" ] || fail "$how: the build still runs 10 s after the kill: $(echo $build_left)"
   [ -z "$cgroups_left" ] || fail "$how: cgroups left 10 s after the kill: $(echo $cgroups_left)"
-  grep -q "^memgate: warning: memgate run (pid $mg) was killed; its guard thawed and ended" "$log" ||
-    fail "$how: the guard did not say what it did"
+  said || fail "$how: the guard did not say what it did"
   note "$how: nothing frozen or left $(($(now_ms) - start)) ms after the kill"
   cg_destroy "$fz"
 done
