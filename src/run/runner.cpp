@@ -278,7 +278,9 @@ bool Runner::start_build() {
   spec.argv = opt_.command;
   spec.env_changes = injection_env(in);
   spec.cgroup_dirs = cgroups_->build_dirs();
-  serve_tokens(spec.env_changes, spec.inherit_fds);
+  if (std::string why = tokens_.serve(opt_, *socket_dir_, slots_, spec.env_changes, spec.inherit_fds); !why.empty())
+    degraded_.push_back("no jobserver: " + why);
+  tokens_.offer(*gov_, view_, now());
   SpawnFailure failure;
   machine_busy_at_start_ = platform::read_machine_busy_s();
   own_cpu_at_start_ = platform::self_and_children_cpu_s();
@@ -455,8 +457,7 @@ void Runner::finish() {
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
   server_.reset();
-  tokens_.reset();
-  if (tokens_log_) std::fclose(tokens_log_), tokens_log_ = nullptr;
+  tokens_.close();
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
 }

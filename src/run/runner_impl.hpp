@@ -24,9 +24,9 @@
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
-#include "run/jobserver.hpp"
 #include "run/recorder.hpp"
 #include "run/runner_ports.hpp"
+#include "run/runner_tokens.hpp"
 #include "run/run_stats.hpp"
 #include "run/runner.hpp"
 #include "run/ungated.hpp"
@@ -95,11 +95,6 @@ class Runner {
   void grant(ConnectedJob& job);
   void decline(ConnectedJob& job);
   void log_new_events();
-  // The jobserver (runner_tokens.cpp).
-  void serve_tokens(std::map<std::string, std::string>& env, std::vector<int>& fds);
-  void tell_tokens(double t);
-  void offer_tokens(double t);
-  std::vector<TokenOpener> token_openers() const;
   StatusSnapshot snapshot() const;
   ConnectedJob* by_job(JobId id);
 
@@ -122,14 +117,7 @@ class Runner {
   std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
   std::unique_ptr<RunnerPorts> ports_;  // over server_ and cgroups_ (runner_ports.hpp)
-  std::optional<TokenPool> tokens_;  // the jobserver, when served
-  int tokens_logged_held_ = -1, tokens_logged_waiting_ = -1;
-  int tokens_max_held_ = 0;
-  int tokens_told_held_ = 0;  // what tell_tokens last told the governor clients hold
-  LeakWatch token_leaks_;
-  double next_leak_scan_ = 0;
-  int tokens_reclaimed_ = 0;
-  FILE* tokens_log_ = nullptr;
+  RunnerTokens tokens_;  // the jobserver, when served (runner_tokens.hpp)
   std::unique_ptr<StatusLine> status_;
   int sigfd_ = -1;
 

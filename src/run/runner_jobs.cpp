@@ -178,10 +178,10 @@ void Runner::schedule_now() {
   schedule_due_ = false;
   if (abort_signal_) return;
   double t = now();
-  tell_tokens(t);
+  tokens_.tell(*gov_, t);
   apply(gov_->step(view_, t));
   log_new_events();
-  offer_tokens(t);
+  tokens_.offer(*gov_, view_, t);
 }
 
 void Runner::grant(ConnectedJob& job) {
@@ -301,10 +301,10 @@ void Runner::tick() {
   view_ = ports_->read_memory(jobs_current);
   recorder_.sample_memory(t, view_.build_used);
   if (!abort_signal_) {
-    tell_tokens(t);
+    tokens_.tell(*gov_, t);
     apply(gov_->step(view_, t));
     log_new_events();
-    offer_tokens(t);
+    tokens_.offer(*gov_, view_, t);
   } else if (!killed_all_ && t >= abort_deadline_) {
     kill_everything();
   }
