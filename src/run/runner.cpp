@@ -7,8 +7,6 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,10 +34,6 @@ namespace memgate {
 
 namespace {
 
-// After Ctrl-C or SIGTERM the build gets this long to stop by itself
-// before everything left is killed.
-constexpr double kAbortGrace_s = 2.0;
-
 // How long the history database may keep a run waiting for its lock, at
 // the start and again at the end. Another build's write takes
 // milliseconds; anything longer is a lock held on purpose or a hung
@@ -63,9 +57,7 @@ Runner::Runner(RunOptions options)
       t0_(std::chrono::steady_clock::now()),
       recorder_(current_dir(), quote_command(opt_.command), unix_now()) {}
 
-Runner::~Runner() {
-  if (sigfd_ >= 0) ::close(sigfd_);
-}
+Runner::~Runner() = default;
 
 double Runner::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
@@ -80,16 +72,16 @@ int Runner::run() {
   if (!start_server()) return 125;                    // socket in a private dir, the governor
   cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
   ports_ = live_ports(*server_, *cgroups_);           // what the job steps reach the world through
-  sigfd_ = block_and_watch_signals();                 // Ctrl-C, SIGTERM, children
+  build_.watch_signals();                             // Ctrl-C, SIGTERM, children
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);                 // orphans of the build stay ours
   if (!start_build()) {                               // the user's command
     finish();
-    return exit_status_;
+    return build_.exit_status();
   }
   main_loop();                                        // until the build and its jobs end
   end_leftovers();                                    // nothing of the build outlives it
   finish();                                           // history, summary, reports; cgroups, socket
-  return exit_status_;
+  return build_.exit_status();
 }
 
 bool Runner::detect_machine() {
@@ -282,12 +274,8 @@ bool Runner::start_build() {
     degraded_.push_back("no jobserver: " + why);
   tokens_.offer(*gov_, view_, now());
   SpawnFailure failure;
-  machine_busy_at_start_ = platform::read_machine_busy_s();
-  own_cpu_at_start_ = platform::self_and_children_cpu_s();
-  build_pid_ = spawn_build(spec, &failure);
-  if (build_pid_ < 0) {
+  if (!build_.start(spec, &failure)) {
     log::error("{}", failure.message);
-    exit_status_ = failure.exit_code;
     return false;
   }
   status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet, colour_wanted(STDERR_FILENO));
@@ -298,9 +286,9 @@ bool Runner::start_build() {
 // measure, decide and act. It ends when the build process has exited and
 // no wrapper is still connected.
 void Runner::main_loop() {
-  while (!(build_done_ && live_.empty())) {
+  while (!(build_.done() && live_.empty())) {
     std::vector<pollfd> fds;
-    fds.push_back(pollfd{sigfd_, POLLIN, 0});
+    fds.push_back(pollfd{build_.signal_fd(), POLLIN, 0});
     server_->append_pollfds(fds);
     stats_.loop_turn();
     double wait_s = std::max(0.0, next_tick_ - now());
@@ -316,81 +304,33 @@ void Runner::main_loop() {
     }
     if (schedule_due_) schedule_now();
     if (now() >= next_tick_) tick();
-    if (build_done_ && !live_.empty() && !abort_signal_) {
+    if (build_.done() && !live_.empty() && !build_.aborting()) {
       // The build tool is gone but some wrappers live on (orphans of a
       // killed make): nobody waits for their output any more.
       log::warn("{} job(s) outlived the build; ending them", live_.size());
       begin_abort(SIGTERM);
-      kill_everything();
+      build_.kill_everything(*cgroups_);
     }
   }
 }
 
 void Runner::handle_signals() {
-  signalfd_siginfo si;
-  while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-    int sig = static_cast<int>(si.ssi_signo);
-    if (sig == SIGCHLD) reap_children();
-    else begin_abort(sig);
-  }
-}
-
-// As a subreaper memgate also reaps orphans of the build; only the build
-// process itself decides the exit status.
-void Runner::reap_children() {
-  for (;;) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;
-    if (pid == build_pid_) {
-      build_done_ = true;
-      build_wait_status_ = status;
-    }
-  }
+  for (int sig : build_.read_signals()) begin_abort(sig);
 }
 
 void Runner::begin_abort(int sig) {
-  if (abort_signal_) {
-    kill_everything();  // a second Ctrl-C: no more grace
+  if (!build_.begin_abort(sig, now())) {
+    build_.kill_everything(*cgroups_);  // a second Ctrl-C: no more grace
     return;
   }
-  abort_signal_ = sig;
-  abort_deadline_ = now() + kAbortGrace_s;
   if (status_) sig == SIGINT ? status_->interrupted() : status_->clear();
   log::info("{}: stopping the build", strsignal(sig));
-  forward_signal(sig);
-}
-
-void Runner::forward_signal(int sig) {
-  std::vector<pid_t> pids = cgroups_->processes();
-  for (pid_t p : platform::process_tree(::getpid())) pids.push_back(p);
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  for (pid_t p : pids)
-    if (p != ::getpid()) ::kill(p, sig);
-}
-
-// Everything memgate started, by cgroup and by process tree: after an
-// abort no build process is left running.
-void Runner::kill_everything() {
-  killed_all_ = true;
-  for (int round = 0; round < 3; ++round) {
-    cgroups_->kill_all();
-    std::vector<pid_t> pids = platform::process_tree(::getpid());
-    bool any = false;
-    for (pid_t p : pids) {
-      if (p == ::getpid()) continue;
-      ::kill(p, SIGKILL);
-      ::kill(p, SIGCONT);
-      any = true;
-    }
-    if (!any) break;
-  }
+  build_.forward(sig, *cgroups_);
 }
 
 void Runner::end_leftovers() {
-  reap_children();
-  if (abort_signal_) return;
+  build_.reap();
+  if (build_.aborting()) return;
   if (std::size_t n = cgroups_->release_leftovers())
     log::info("{} process(es) the build started keep running outside memgate's cgroup", n);
 }
@@ -399,11 +339,10 @@ void Runner::end_leftovers() {
 // summary and reports, then the cgroups and the socket go.
 void Runner::finish() {
   if (status_) status_->finish();
-  if (build_pid_ >= 0) {
-    exit_status_ = abort_signal_ ? 128 + abort_signal_ : shell_status(build_wait_status_);
+  if (build_.started()) {
     Recorder::Totals t;
     t.end_unix = recorder_.start_unix() + now();
-    t.exit_status = exit_status_;
+    t.exit_status = build_.exit_status();
     t.capacity = budget_.capacity;
     t.budget = budget_.budget;
     t.slots = slots_;
@@ -425,14 +364,7 @@ void Runner::finish() {
                                               n)});
     }
     t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.count());
-    // A build given more CPU weight than its neighbours (bench/plan-accuracy
-    // does) leaves them only what it does not use: not contention.
-    if (auto busy = platform::read_machine_busy_s();
-        busy && machine_busy_at_start_ && !platform::cgroup_cpu_weight_raised(platform::detect_cgroups())) {
-      double own = platform::self_and_children_cpu_s() - own_cpu_at_start_;
-      double others = std::max(0.0, *busy - *machine_busy_at_start_ - own);
-      t.counters[Counter::other_cpu_ms] = std::llround(others * 1000);
-    }
+    if (auto others = build_.other_cpu_ms()) t.counters[Counter::other_cpu_ms] = *others;
     t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.peak_together());
     BuildRecord b = recorder_.build_record(t);
     PublishOptions p;
@@ -453,7 +385,7 @@ void Runner::finish() {
     publish(b, history_.get(), p);
   }
   write_stats();
-  cgroups_->remove(abort_signal_ != 0);
+  cgroups_->remove(build_.aborting());
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
   server_.reset();

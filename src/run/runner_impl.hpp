@@ -20,6 +20,7 @@
 #include "history/history.hpp"
 #include "predict/predictor.hpp"
 #include "report/status.hpp"
+#include "run/build_process.hpp"
 #include "run/confinement.hpp"
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
@@ -73,12 +74,9 @@ class Runner {
   void end_leftovers();
   void finish();
 
-  // Signals and processes (runner.cpp).
+  // Signals and the abort (runner.cpp).
   void handle_signals();
-  void reap_children();
   void begin_abort(int sig);
-  void kill_everything();
-  void forward_signal(int sig);
 
   // Jobs and the tick (runner_jobs.cpp).
   void on_message(ConnId conn, const Message& m);
@@ -119,16 +117,7 @@ class Runner {
   std::unique_ptr<RunnerPorts> ports_;  // over server_ and cgroups_ (runner_ports.hpp)
   RunnerTokens tokens_;  // the jobserver, when served (runner_tokens.hpp)
   std::unique_ptr<StatusLine> status_;
-  int sigfd_ = -1;
-
-  // The build process.
-  pid_t build_pid_ = -1;
-  bool build_done_ = false;
-  int build_wait_status_ = 0;
-  int abort_signal_ = 0;
-  double abort_deadline_ = 0;
-  bool killed_all_ = false;
-  int exit_status_ = 0;
+  BuildProcess build_;  // its signals, its status, the abort (build_process.hpp)
 
   // Jobs, and what the tick last measured.
   std::map<ConnId, ConnectedJob> live_;
@@ -148,10 +137,6 @@ class Runner {
   bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn
   bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)
   ProgressReference progress_ref_;  // the last complete, successful build of this command here
-  // The machine's busy CPU and our tree's CPU when the build started: what
-  // others took beside the build (Counter::other_cpu_ms, for plan).
-  std::optional<double> machine_busy_at_start_;
-  double own_cpu_at_start_ = 0;
   // memgate's own cost (MEMGATE_RUN_STATS, for bench/scale).
   RunStats stats_;
   double last_release_ = 0;  // a job last gave back its slot and memory

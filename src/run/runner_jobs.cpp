@@ -91,7 +91,7 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   double gather = std::min(kGatherMax_s, kGatherShare * gov_->job(job.id).pred.wall_s);
   if (!admitted_any_) gather = kGatherMax_s;  // the build's first burst, whatever is known of it
   live_.emplace(conn, std::move(job));
-  if (abort_signal_) return;
+  if (build_.aborting()) return;
   if (gather >= kGatherMin_s) next_tick_ = std::min(next_tick_, now() + gather);  // the tick admits it
   else schedule();
 }
@@ -165,7 +165,7 @@ void Runner::on_closed(ConnId conn) {
   conn_of_.erase(job.id);
   live_.erase(it);
   last_release_ = now();
-  if (!abort_signal_) schedule();
+  if (!build_.aborting()) schedule();
 }
 
 // Admission between ticks reuses the last measurement, so a new job does
@@ -176,7 +176,7 @@ void Runner::schedule() { schedule_due_ = true; }
 
 void Runner::schedule_now() {
   schedule_due_ = false;
-  if (abort_signal_) return;
+  if (build_.aborting()) return;
   double t = now();
   tokens_.tell(*gov_, t);
   apply(gov_->step(view_, t));
@@ -259,7 +259,7 @@ void Runner::sample_jobs() {
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
-  std::vector<pid_t> build = ports_->build_processes(build_done_ ? 0 : build_pid_);
+  std::vector<pid_t> build = ports_->build_processes(build_.running_pid());
   // A wrapper read as waiting to connect is read again a few scans later,
   // not every scan: past the open-file limit thousands may wait, and
   // reading each every 0.5 s was most of a scan. Every new pid is read at
@@ -300,13 +300,13 @@ void Runner::tick() {
     if (const ConnectedJob* job = by_job(id)) jobs_current += job->current;
   view_ = ports_->read_memory(jobs_current);
   recorder_.sample_memory(t, view_.build_used);
-  if (!abort_signal_) {
+  if (!build_.aborting()) {
     tokens_.tell(*gov_, t);
     apply(gov_->step(view_, t));
     log_new_events();
     tokens_.offer(*gov_, view_, t);
-  } else if (!killed_all_ && t >= abort_deadline_) {
-    kill_everything();
+  } else if (build_.grace_over(t)) {
+    build_.kill_everything(*cgroups_);
   }
   if (status_) status_->update(snapshot(), t);
   Bytes limit = gov_->effective_limit(view_);
