@@ -243,7 +243,7 @@ bool Runner::start_build() {
     parts = *trusted;
   } else {
     in.untrusted_parts = trusted.error();
-    gated_nothing_ = true;
+    ungated_.gated_nothing();
     log::warn("compilers run ungated: memgate's parts are not safe to hand to the build ({}); install memgate "
               "where only root (or you) can write",
               trusted.error());
@@ -363,9 +363,9 @@ void Runner::finish() {
                                               "memgate does not gate)",
                                               n)});
     }
-    t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.count());
+    t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.found().count());
     if (auto others = build_.other_cpu_ms()) t.counters[Counter::other_cpu_ms] = *others;
-    t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.peak_together());
+    t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.found().peak_together());
     BuildRecord b = recorder_.build_record(t);
     PublishOptions p;
     p.degraded = cgroups_->degraded();
@@ -374,7 +374,7 @@ void Runner::finish() {
       p.degraded.push_back(fmt::format("{} job attempt(s) outside their cgroup: measured through /proc", n));
     if (auto n = t.counters[Counter::refused_pid])
       p.degraded.push_back(fmt::format("{} reported pid(s) refused: not below their wrapper, never frozen or killed", n));
-    p.notes = ungated_.summary_lines();
+    p.notes = ungated_.found().summary_lines();
     p.quiet = opt_.quiet;
     p.verbose = opt_.verbose;
     p.history_path = history_path_;

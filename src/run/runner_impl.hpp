@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/capacity.hpp"
@@ -125,13 +124,7 @@ class Runner {
   size_t events_seen_ = 0;
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
-  UngatedTracker ungated_;  // compilers in the build but in no job
-  bool gated_nothing_ = false;  // memgate's parts could not be handed on: no compiler is gated
-  double next_ungated_scan_ = 0;  // also when the confinement is next checked
-  // Wrappers waiting to connect, by pid: the scan they were last read in
-  // (scan_ungated reads each again every kWrapperRecheck scans).
-  std::unordered_map<pid_t, std::uint64_t> waiting_wrappers_;
-  std::uint64_t ungated_scans_ = 0;
+  UngatedScan ungated_;  // compilers in the build but in no job (ungated.hpp)
   MemoryView view_;
   double next_tick_ = 0;
   bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn

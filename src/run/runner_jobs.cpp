@@ -22,8 +22,6 @@ constexpr size_t kMaxLiveSamples = 4096;  // per attempt, before thinning
 constexpr double kTick_s = 0.1;
 constexpr double kFastTick_s = 0.02;
 constexpr double kFastTickAbove = 0.85;  // of the effective limit
-constexpr double kUngatedScan_s = 0.5;
-constexpr std::uint64_t kWrapperRecheck = 4;  // scans (see scan_ungated)
 // A running job's memory in use is read every tick while the build uses
 // more than kDenseAbove of its limit; else every kRoomySample_s, the jobs
 // spread over phases. Pressure is seen at once whatever this skips: the
@@ -249,30 +247,12 @@ void Runner::sample_jobs() {
   }
 }
 
-// Compilers that escaped the gate, every 0.5 s: the build's processes
-// outside every job's cgroup, less the wrappers still connected (their
-// socket is close-on-exec: a wrapper that exec'd anything would have hung
-// up) and their children (a granted job's program on its way into its
-// cgroup), are read from /proc. So a scan reads the build tool's own
-// processes, not every waiting wrapper nor every running job: its cost
-// does not grow with the build.
+// The scan's inputs (UngatedScan): the build's processes outside the
+// jobs' cgroups (reading them also checks the confinement), and those
+// known to be gated.
 void Runner::scan_ungated(double t) {
-  if (t < next_ungated_scan_) return;
-  next_ungated_scan_ = t + kUngatedScan_s;
+  if (!ungated_.due(t)) return;
   std::vector<pid_t> build = ports_->build_processes(build_.running_pid());
-  // A wrapper read as waiting to connect is read again a few scans later,
-  // not every scan: past the open-file limit thousands may wait, and
-  // reading each every 0.5 s was most of a scan. Every new pid is read at
-  // once, and a wrapper that gave up and ran its compiler (keeping its
-  // pid) is seen within kWrapperRecheck scans.
-  const std::uint64_t scan = ++ungated_scans_;
-  std::unordered_map<pid_t, std::uint64_t> still_waiting;
-  std::erase_if(build, [&](pid_t p) {
-    auto it = waiting_wrappers_.find(p);
-    if (it == waiting_wrappers_.end() || scan - it->second >= kWrapperRecheck) return false;
-    still_waiting.emplace(p, it->second);
-    return true;
-  });
   std::vector<pid_t> known;
   for (const auto& [conn, job] : live_) {
     if (pid_t peer = ports_->peer_pid(conn); peer > 0) known.push_back(peer);
@@ -280,13 +260,7 @@ void Runner::scan_ungated(double t) {
     if (!job.done && !job.exec->has_cgroup())
       for (pid_t p : job.exec->tree()) known.push_back(p);
   }
-  std::vector<pid_t> wrappers;
-  auto found = find_ungated(build, known, "/proc", &wrappers);
-  for (pid_t p : wrappers) still_waiting[p] = scan;
-  waiting_wrappers_ = std::move(still_waiting);  // the gone ones drop out
-  if (gated_nothing_)
-    for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
-  ungated_.observe(found, t);
+  ungated_.scan(std::move(build), known, t);
 }
 
 void Runner::tick() {
