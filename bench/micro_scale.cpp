@@ -165,7 +165,7 @@ class RunnerTickBench {
     r_.schedule_now();
     for (const auto& [id, s] : ports_->jobs) s->mem = JobMemory{2 << 20, 2 << 20};
     for (int i = 0; i < jobs; ++i)
-      if (r_.gov_->job(r_.live_.at(static_cast<ConnId>(i + 1)).id).state == JobState::running)
+      if (r_.gov_->job(r_.live_.find(static_cast<ConnId>(i + 1))->id).state == JobState::running)
         r_.on_message(static_cast<ConnId>(i + 1), StartedMsg{static_cast<pid_t>(10000 + i)});
   }
   void tick() { r_.tick(); }

@@ -24,6 +24,7 @@
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
+#include "run/live_jobs.hpp"
 #include "run/recorder.hpp"
 #include "run/runner_ports.hpp"
 #include "run/runner_tokens.hpp"
@@ -33,24 +34,6 @@
 #include "wrap/protocol.hpp"
 
 namespace memgate {
-
-// The runner's side of one wrapper connection, which is one job.
-struct ConnectedJob {
-  ConnId conn = 0;
-  JobId id = 0;
-  RequestMsg req;
-  std::unique_ptr<JobControl> exec;
-  bool killed_by_us = false;  // this attempt
-  // CPU the attempt's processes had used when memgate killed them: the
-  // wrapper's rusage misses a compiler proper killed beside its driver
-  // (gcc's cc1plus is never waited for), and a requeue's cost is this.
-  double cpu_at_kill_s = 0;
-  bool done = false;          // the final verdict was sent
-  double attempt_start = 0;
-  std::vector<MemSample> profile;  // this attempt, t since attempt start
-  Bytes current = 0;
-  double next_sample_t = -1;  // when its memory is read next with room to spare (sample_jobs)
-};
 
 class Runner {
  public:
@@ -86,14 +69,12 @@ class Runner {
   void schedule();
   void schedule_now();
   void tick();
-  void sample_jobs();
   void scan_ungated(double t);
   void apply(const Decisions& d);
   void grant(ConnectedJob& job);
   void decline(ConnectedJob& job);
   void log_new_events();
   StatusSnapshot snapshot() const;
-  ConnectedJob* by_job(JobId id);
 
   double now() const;
 
@@ -119,8 +100,7 @@ class Runner {
   BuildProcess build_;  // its signals, its status, the abort (build_process.hpp)
 
   // Jobs, and what the tick last measured.
-  std::map<ConnId, ConnectedJob> live_;
-  std::map<JobId, ConnId> conn_of_;
+  LiveJobs live_;  // one per wrapper connection (live_jobs.hpp)
   size_t events_seen_ = 0;
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)

@@ -7,7 +7,6 @@
 
 #include <fmt/core.h>
 
-#include "predict/profile.hpp"
 #include "run/build_process.hpp"
 #include "run/runner_impl.hpp"
 #include "util/clock.hpp"
@@ -16,21 +15,11 @@
 namespace memgate {
 
 namespace {
-constexpr size_t kMaxLiveSamples = 4096;  // per attempt, before thinning
 // The tick: measure, decide, act. Faster when the build is near its
 // limit, where a job can grow past the freeze threshold between ticks.
 constexpr double kTick_s = 0.1;
 constexpr double kFastTick_s = 0.02;
 constexpr double kFastTickAbove = 0.85;  // of the effective limit
-// A running job's memory in use is read every tick while the build uses
-// more than kDenseAbove of its limit; else every kRoomySample_s, the jobs
-// spread over phases. Pressure is seen at once whatever this skips: the
-// build's own total is read every tick (read_memory), and a peak loses
-// nothing, the kernel keeps it (JobExec::sample). So with room to spare,
-// 512 running jobs cost a fifth of the reads; a job's recorded curve then
-// has a point every kRoomySample_s (its peak exact).
-constexpr double kDenseAbove = 0.5;  // of the effective limit
-constexpr double kRoomySample_s = 0.5;
 // A job predicted to run long waits a moment before admission, 1% of its
 // predicted time and at most 50 ms, for the rest of its burst: make and
 // ninja start jobs in bursts whose wrappers connect over some
@@ -49,13 +38,6 @@ constexpr double kGatherMax_s = 0.05;
 constexpr double kGatherMin_s = 0.005;
 }  // namespace
 
-ConnectedJob* Runner::by_job(JobId id) {
-  auto it = conn_of_.find(id);
-  if (it == conn_of_.end()) return nullptr;
-  auto jt = live_.find(it->second);
-  return jt == live_.end() ? nullptr : &jt->second;
-}
-
 void Runner::on_message(ConnId conn, const Message& m) {
   if (auto* r = std::get_if<RequestMsg>(&m)) return on_request(conn, *r);
   if (auto* s = std::get_if<StartedMsg>(&m)) return on_started(conn, *s);
@@ -66,7 +48,7 @@ void Runner::on_message(ConnId conn, const Message& m) {
 }
 
 void Runner::on_request(ConnId conn, const RequestMsg& m) {
-  if (live_.count(conn)) {  // one job per connection
+  if (live_.find(conn)) {  // one job per connection
     ports_->close(conn);
     on_closed(conn);
     return;
@@ -85,10 +67,9 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   if (m.argv_truncated) job.req.argv.push_back("[argv truncated]");
   job.id = gov_->submit(key, now(), m.engine, ports_->peer_pid(conn));
   job.exec = ports_->start_job(job.id);
-  conn_of_[job.id] = conn;
   double gather = std::min(kGatherMax_s, kGatherShare * gov_->job(job.id).pred.wall_s);
   if (!admitted_any_) gather = kGatherMax_s;  // the build's first burst, whatever is known of it
-  live_.emplace(conn, std::move(job));
+  live_.add(std::move(job));
   if (build_.aborting()) return;
   if (gather >= kGatherMin_s) next_tick_ = std::min(next_tick_, now() + gather);  // the tick admits it
   else schedule();
@@ -98,29 +79,29 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
 // anything), so it counts only if it lies below the wrapper the kernel
 // vouches for (SO_PEERCRED).
 void Runner::on_started(ConnId conn, const StartedMsg& m) {
-  auto it = live_.find(conn);
-  if (it == live_.end()) return;
+  ConnectedJob* job = live_.find(conn);
+  if (!job) return;
   pid_t peer = ports_->peer_pid(conn);
   if (!ports_->descends_from(m.pid, peer)) {
     // Already ended (and reaped by the wrapper) before this message was
     // read: there is nothing left to measure or to trust.
     if (!ports_->exists(m.pid)) {
-      log::debug("job {}: its program (pid {}) has already ended", it->second.id, m.pid);
+      log::debug("job {}: its program (pid {}) has already ended", job->id, m.pid);
       return;
     }
     ++extra_counters_[Counter::refused_pid];
-    log::warn("job {}: the wrapper (pid {}) reported pid {}, which is not its own child; ignoring it", it->second.id,
-              peer, m.pid);
+    log::warn("job {}: the wrapper (pid {}) reported pid {}, which is not its own child; ignoring it", job->id, peer,
+              m.pid);
     return;
   }
-  if (!it->second.exec->set_child(m.pid)) ++extra_counters_[Counter::unjoined];
+  if (!job->exec->set_child(m.pid)) ++extra_counters_[Counter::unjoined];
 }
 
 // How the attempt ended decides between a verdict of "done" and a rerun.
 void Runner::on_exit(ConnId conn, const ExitMsg& m) {
-  auto it = live_.find(conn);
-  if (it == live_.end() || it->second.done) return;
-  ConnectedJob& job = it->second;
+  ConnectedJob* found = live_.find(conn);
+  if (!found || found->done) return;
+  ConnectedJob& job = *found;
   JobMemory mem = job.exec->sample(Sampling::exact);
   // Without a cgroup the peak comes from /proc samples, which a short spike
   // can fall between: the largest single process's RSS (getrusage, from
@@ -134,10 +115,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   if (m.ran_here && kind == ExitKind::finished) gov_->ran_here(job.id, now());
   const double cpu_s = kind == ExitKind::killed_by_us ? std::max(m.cpu_s, job.cpu_at_kill_s) : m.cpu_s;
   bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), cpu_s);
-  job.exec->end_attempt();
-  job.killed_by_us = false;
-  job.cpu_at_kill_s = 0;
-  job.current = 0;
+  job.end_attempt();
   AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, cpu_s, shell_status(m.status)};
   JobRecord rec = recorder_.make_record(gov_->job(job.id), attempt, now());
   gov_->learn(rec);
@@ -151,17 +129,15 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
 }
 
 void Runner::on_closed(ConnId conn) {
-  auto it = live_.find(conn);
-  if (it == live_.end()) return;
-  ConnectedJob& job = it->second;
-  if (!job.done) {
+  ConnectedJob* job = live_.find(conn);
+  if (!job) return;
+  if (!job->done) {
     // The wrapper is gone without a verdict: whatever it started is an
     // orphan nobody will wait for.
-    job.exec->kill();
-    gov_->exited(job.id, ExitKind::lost, -1, now());
+    job->exec->kill();
+    gov_->exited(job->id, ExitKind::lost, -1, now());
   }
-  conn_of_.erase(job.id);
-  live_.erase(it);
+  live_.erase(conn);
   last_release_ = now();
   if (!build_.aborting()) schedule();
 }
@@ -188,11 +164,8 @@ void Runner::grant(ConnectedJob& job) {
   g.attempt = gov_->job(job.id).attempts;
   g.cgroups = job.exec->prepare_attempt();
   if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
-  job.attempt_start = now();
-  job.next_sample_t = -1;
+  job.begin_attempt(now());
   stats_.grant(gov_->job(job.id).queued_t, last_release_, job.attempt_start);
-  job.profile.clear();
-  job.profile.push_back(MemSample{0, 0});
   if (!ports_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
 }
 
@@ -208,43 +181,20 @@ void Runner::decline(ConnectedJob& job) {
 
 void Runner::apply(const Decisions& d) {
   for (JobId id : d.kill)
-    if (ConnectedJob* j = by_job(id)) {
+    if (ConnectedJob* j = live_.by_job(id)) {
       j->killed_by_us = true;
       j->cpu_at_kill_s = ports_->cpu_seconds(j->exec->tree());
       j->exec->kill();
     }
   for (JobId id : d.freeze)
-    if (ConnectedJob* j = by_job(id); !j || !j->exec->freeze(true)) gov_->freeze_failed(id);
+    if (ConnectedJob* j = live_.by_job(id); !j || !j->exec->freeze(true)) gov_->freeze_failed(id);
   for (JobId id : d.thaw)
-    if (ConnectedJob* j = by_job(id)) j->exec->freeze(false);
+    if (ConnectedJob* j = live_.by_job(id)) j->exec->freeze(false);
   for (JobId id : d.admit)
-    if (ConnectedJob* j = by_job(id)) grant(*j);
+    if (ConnectedJob* j = live_.by_job(id)) grant(*j);
   admitted_any_ = admitted_any_ || !d.admit.empty();
   for (JobId id : d.decline)
-    if (ConnectedJob* j = by_job(id)) decline(*j);
-}
-
-void Runner::sample_jobs() {
-  double t = now();
-  const Bytes limit = gov_->effective_limit(view_);
-  const bool dense = limit <= 0 || static_cast<double>(view_.build_used) >= kDenseAbove * static_cast<double>(limit);
-  for (JobId id : gov_->active_jobs()) {
-    ConnectedJob* jp = by_job(id);
-    if (!jp || jp->done) continue;
-    ConnectedJob& job = *jp;
-    if (!dense) {
-      if (t < job.next_sample_t) continue;
-      // Its first such read sets its phase (by job id): a wave of jobs
-      // started together is not read in the same tick ever after.
-      job.next_sample_t = job.next_sample_t < 0 ? t + kRoomySample_s * static_cast<double>(job.id % 5) / 5.0
-                                                : t + kRoomySample_s;
-    }
-    JobMemory m = job.exec->sample(Sampling::quick);
-    job.current = m.current;
-    gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);
-    if (job.profile.size() >= kMaxLiveSamples) job.profile = downsample_profile(job.profile, kMaxLiveSamples / 2);
-    job.profile.push_back(MemSample{t - job.attempt_start, m.current});
-  }
+    if (ConnectedJob* j = live_.by_job(id)) decline(*j);
 }
 
 // The scan's inputs (UngatedScan): the build's processes outside the
@@ -267,12 +217,9 @@ void Runner::tick() {
   double t = now();
   const double cpu0 = thread_cpu_s();
   ports_->drop_idle();
-  sample_jobs();
+  live_.sample(*gov_, view_, now());
   scan_ungated(t);
-  Bytes jobs_current = 0;
-  for (JobId id : gov_->active_jobs())
-    if (const ConnectedJob* job = by_job(id)) jobs_current += job->current;
-  view_ = ports_->read_memory(jobs_current);
+  view_ = ports_->read_memory(live_.current(gov_->active_jobs()));
   recorder_.sample_memory(t, view_.build_used);
   if (!build_.aborting()) {
     tokens_.tell(*gov_, t);

@@ -8,6 +8,8 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "run/runner_impl.hpp"
 #include "support/runner_fakes.hpp"
@@ -65,7 +67,11 @@ class RunnerStepsTest : public ::testing::Test {
   void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
   void tick() { r_.tick(); end_turn(); }
   void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
-  ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
+  ConnectedJob& connected(ConnId conn) {
+    ConnectedJob* job = r_.live_.find(conn);
+    if (!job) throw std::out_of_range("no job on connection " + std::to_string(conn));
+    return *job;
+  }
   JobId job_of(ConnId conn) { return connected(conn).id; }
   Governor& gov() { return *r_.gov_; }
   const GovJob& gov_job(ConnId conn) { return gov().job(job_of(conn)); }
