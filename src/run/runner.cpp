@@ -291,9 +291,7 @@ void Runner::main_loop() {
     fds.push_back(pollfd{build_.signal_fd(), POLLIN, 0});
     server_->append_pollfds(fds);
     stats_.loop_turn();
-    double wait_s = std::max(0.0, next_tick_ - now());
-    int timeout_ms = schedule_due_ ? 0 : static_cast<int>(wait_s * 1000.0) + 1;
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    int n = ::poll(fds.data(), fds.size(), pace_.poll_timeout_ms(now()));
     if (n < 0 && errno != EINTR) {
       log::error("poll failed: {}", std::strerror(errno));
       begin_abort(SIGTERM);
@@ -302,8 +300,8 @@ void Runner::main_loop() {
       if (fds[0].revents & POLLIN) handle_signals();
       server_->handle_ready(fds);
     }
-    if (schedule_due_) schedule_now();
-    if (now() >= next_tick_) tick();
+    if (pace_.take_scheduled()) schedule_now();
+    if (pace_.tick_due(now())) tick();
     if (build_.done() && !live_.empty() && !build_.aborting()) {
       // The build tool is gone but some wrappers live on (orphans of a
       // killed make): nobody waits for their output any more.

@@ -25,6 +25,7 @@
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
 #include "run/live_jobs.hpp"
+#include "run/pace.hpp"
 #include "run/recorder.hpp"
 #include "run/runner_ports.hpp"
 #include "run/runner_tokens.hpp"
@@ -66,7 +67,6 @@ class Runner {
   void on_request(ConnId conn, const RequestMsg& m);
   void on_started(ConnId conn, const StartedMsg& m);
   void on_exit(ConnId conn, const ExitMsg& m);
-  void schedule();
   void schedule_now();
   void tick();
   void scan_ungated(double t);
@@ -106,9 +106,7 @@ class Runner {
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
   UngatedScan ungated_;  // compilers in the build but in no job (ungated.hpp)
   MemoryView view_;
-  double next_tick_ = 0;
-  bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn
-  bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)
+  Pace pace_;  // when the loop ticks, and when it admits between ticks (pace.hpp)
   ProgressReference progress_ref_;  // the last complete, successful build of this command here
   // memgate's own cost (MEMGATE_RUN_STATS, for bench/scale).
   RunStats stats_;

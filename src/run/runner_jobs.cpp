@@ -14,30 +14,6 @@
 
 namespace memgate {
 
-namespace {
-// The tick: measure, decide, act. Faster when the build is near its
-// limit, where a job can grow past the freeze threshold between ticks.
-constexpr double kTick_s = 0.1;
-constexpr double kFastTick_s = 0.02;
-constexpr double kFastTickAbove = 0.85;  // of the effective limit
-// A job predicted to run long waits a moment before admission, 1% of its
-// predicted time and at most 50 ms, for the rest of its burst: make and
-// ninja start jobs in bursts whose wrappers connect over some
-// milliseconds, and longest-first can only choose among the jobs it has
-// seen (a warm g++ build started its two short jobs first and then ran its
-// two 1 GB tables one after the other, not beside them). Short jobs (no-op
-// compiles, anything under 0.5 s) and jobs of unknown length go at once,
-// except in the build's first burst: before anything has been admitted,
-// every job waits the 50 ms, so that with nothing known the first job is
-// the one the build tool started first (ties go by its order, the pid),
-// not the one whose wrapper happened to connect first (a cold nvcc build
-// started its small kernels before the two big ones the Makefile lists
-// first, and finished 1.15x make -j2 instead of 1.01x).
-constexpr double kGatherShare = 0.01;
-constexpr double kGatherMax_s = 0.05;
-constexpr double kGatherMin_s = 0.005;
-}  // namespace
-
 void Runner::on_message(ConnId conn, const Message& m) {
   if (auto* r = std::get_if<RequestMsg>(&m)) return on_request(conn, *r);
   if (auto* s = std::get_if<StartedMsg>(&m)) return on_started(conn, *s);
@@ -67,12 +43,9 @@ void Runner::on_request(ConnId conn, const RequestMsg& m) {
   if (m.argv_truncated) job.req.argv.push_back("[argv truncated]");
   job.id = gov_->submit(key, now(), m.engine, ports_->peer_pid(conn));
   job.exec = ports_->start_job(job.id);
-  double gather = std::min(kGatherMax_s, kGatherShare * gov_->job(job.id).pred.wall_s);
-  if (!admitted_any_) gather = kGatherMax_s;  // the build's first burst, whatever is known of it
+  const double pred_wall_s = gov_->job(job.id).pred.wall_s;
   live_.add(std::move(job));
-  if (build_.aborting()) return;
-  if (gather >= kGatherMin_s) next_tick_ = std::min(next_tick_, now() + gather);  // the tick admits it
-  else schedule();
+  if (!build_.aborting()) pace_.job_arrived(now(), pred_wall_s);
 }
 
 // The pid is the wrapper's word; memgate may freeze and kill it (as root,
@@ -125,7 +98,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   }
   ports_->send(conn, VerdictMsg{rerun});
   last_release_ = now();
-  schedule();
+  pace_.schedule();
 }
 
 void Runner::on_closed(ConnId conn) {
@@ -139,17 +112,11 @@ void Runner::on_closed(ConnId conn) {
   }
   live_.erase(conn);
   last_release_ = now();
-  if (!build_.aborting()) schedule();
+  if (!build_.aborting()) pace_.schedule();
 }
 
-// Admission between ticks reuses the last measurement, so a new job does
-// not wait for the next tick to start. It runs once per loop turn
-// (main_loop), after all the messages the turn brought: a burst of
-// hundreds of requests or exits is one step, not one each.
-void Runner::schedule() { schedule_due_ = true; }
-
+// Admission between ticks (Pace), on the tick's last measurement.
 void Runner::schedule_now() {
-  schedule_due_ = false;
   if (build_.aborting()) return;
   double t = now();
   tokens_.tell(*gov_, t);
@@ -192,7 +159,7 @@ void Runner::apply(const Decisions& d) {
     if (ConnectedJob* j = live_.by_job(id)) j->exec->freeze(false);
   for (JobId id : d.admit)
     if (ConnectedJob* j = live_.by_job(id)) grant(*j);
-  admitted_any_ = admitted_any_ || !d.admit.empty();
+  if (!d.admit.empty()) pace_.admitted();
   for (JobId id : d.decline)
     if (ConnectedJob* j = live_.by_job(id)) decline(*j);
 }
@@ -230,9 +197,7 @@ void Runner::tick() {
     build_.kill_everything(*cgroups_);
   }
   if (status_) status_->update(snapshot(), t);
-  Bytes limit = gov_->effective_limit(view_);
-  bool tight = limit > 0 && static_cast<double>(view_.build_used) >= kFastTickAbove * static_cast<double>(limit);
-  next_tick_ = t + (tight ? kFastTick_s : kTick_s);
+  pace_.ticked(t, view_.build_used, gov_->effective_limit(view_));
   stats_.tick(now() - t, thread_cpu_s() - cpu0);
 }
 

@@ -66,7 +66,7 @@ class RunnerStepsTest : public ::testing::Test {
   void message(ConnId conn, const Message& m) { r_.on_message(conn, m); end_turn(); }
   void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
   void tick() { r_.tick(); end_turn(); }
-  void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
+  void end_turn() { if (r_.pace_.take_scheduled()) r_.schedule_now(); }
   ConnectedJob& connected(ConnId conn) {
     ConnectedJob* job = r_.live_.find(conn);
     if (!job) throw std::out_of_range("no job on connection " + std::to_string(conn));
