@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +22,6 @@
 #include "history/pending.hpp"
 #include "platform/proc.hpp"
 #include "run/build_process.hpp"
-#include "util/atomic_file.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 #include "util/trusted_dir.hpp"
@@ -382,7 +380,7 @@ void Runner::finish() {
     p.record_empty = opt_.record_empty;
     publish(b, history_.get(), p);
   }
-  write_stats();
+  stats_.write(now(), gov_ ? get(gov_->counters(), Counter::admitted) : 0);  // MEMGATE_RUN_STATS
   cgroups_->remove(build_.aborting());
   guard_.disarm();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
@@ -390,19 +388,6 @@ void Runner::finish() {
   tokens_.close();
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
-}
-
-// MEMGATE_RUN_STATS=FILE: memgate's own CPU, RSS, ticks and grant waits
-// (run/run_stats.hpp), written where the user's other files go.
-void Runner::write_stats() {
-  const char* path = std::getenv("MEMGATE_RUN_STATS");
-  if (!path || !*path) return;
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
-  std::int64_t jobs = gov_ ? get(gov_->counters(), Counter::admitted) : 0;
-  std::string text = stats_.json(secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss, now(), jobs);
-  if (auto st = write_file_atomically(path, text); !st) log::warn("MEMGATE_RUN_STATS: {}", st.error());
 }
 
 }  // namespace memgate

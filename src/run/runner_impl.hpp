@@ -110,8 +110,6 @@ class Runner {
   ProgressReference progress_ref_;  // the last complete, successful build of this command here
   // memgate's own cost (MEMGATE_RUN_STATS, for bench/scale).
   RunStats stats_;
-  double last_release_ = 0;  // a job last gave back its slot and memory
-  void write_stats();
 };
 
 }  // namespace memgate

@@ -97,7 +97,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
     recorder_.finish(job.id, std::move(rec));
   }
   ports_->send(conn, VerdictMsg{rerun});
-  last_release_ = now();
+  stats_.released(now());
   pace_.schedule();
 }
 
@@ -111,7 +111,7 @@ void Runner::on_closed(ConnId conn) {
     gov_->exited(job->id, ExitKind::lost, -1, now());
   }
   live_.erase(conn);
-  last_release_ = now();
+  stats_.released(now());
   if (!build_.aborting()) pace_.schedule();
 }
 
@@ -132,7 +132,7 @@ void Runner::grant(ConnectedJob& job) {
   g.cgroups = job.exec->prepare_attempt();
   if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
   job.begin_attempt(now());
-  stats_.grant(gov_->job(job.id).queued_t, last_release_, job.attempt_start);
+  stats_.grant(gov_->job(job.id).queued_t, job.attempt_start);
   if (!ports_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
 }
 
