@@ -2,7 +2,6 @@
 // the job-level work is in runner_jobs.cpp.
 #include "run/runner_impl.hpp"
 
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,34 +9,20 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include <fmt/core.h>
 
-#include "engine/engine.hpp"
-#include "history/profiles.hpp"
 #include "platform/cpu.hpp"
-#include "history/pending.hpp"
-#include "platform/proc.hpp"
 #include "run/build_process.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
-#include "util/trusted_dir.hpp"
 #include "wrap/parts.hpp"
 #include "wrap/shims.hpp"
 
 namespace memgate {
 
 namespace {
-
-// How long the history database may keep a run waiting for its lock, at
-// the start and again at the end. Another build's write takes
-// milliseconds; anything longer is a lock held on purpose or a hung
-// process, and the record then goes to a side file (history/pending.hpp)
-// instead of stalling the build for the default 10 s and being lost.
-constexpr int kHistoryBusy_ms = 1000;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -65,10 +50,11 @@ int Runner::run() {
   log::set_quiet(opt_.quiet);
   guard_ = DeathGuard::start();                       // ends the build if memgate is killed (before the subreaper)
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
-  if (!open_history()) return 125;                    // predictions and the known total
-  if (!load_prior()) return 125;                      // --prior / MEMGATE_PRIOR, for this run only
+  if (!known_.open_history(opt_, recorder_.cwd(), recorder_.command(), degraded_))
+    return 125;                                       // predictions and the known total
+  if (!known_.load_prior(opt_)) return 125;           // --prior / MEMGATE_PRIOR, for this run only
   if (!start_server()) return 125;                    // socket in a private dir, the governor
-  cgroups_ = Confinement::setup(cap_, budget_, !opt_.no_confine);  // confinement, job accounting
+  cgroups_ = Confinement::setup(machine_.cap, machine_.budget, !opt_.no_confine);  // confinement, job accounting
   ports_ = live_ports(*server_, *cgroups_);           // what the job steps reach the world through
   build_.watch_signals();                             // Ctrl-C, SIGTERM, children
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);                 // orphans of the build stay ours
@@ -83,106 +69,12 @@ int Runner::run() {
 }
 
 bool Runner::detect_machine() {
-  cap_ = detect_capacity();
-  auto budget = compute_budget(cap_, opt_.reserve, opt_.memory);
-  if (!budget) {
-    log::error("{}", budget.error());
+  auto machine = RunMachine::detect(opt_);
+  if (!machine) {
+    log::error("{}", machine.error());
     return false;
   }
-  budget_ = *budget;
-  slots_ = opt_.jobs.value_or(platform::detect_cores());
-  if (slots_ < 1) {
-    log::error("--jobs must be at least 1");
-    return false;
-  }
-  log::debug("capacity {} ({}), reserve {} ({} rule), budget {}, {} slots", format_bytes(cap_.capacity),
-             cap_.capacity_source, format_bytes(budget_.reserve), budget_.reserve_rule, format_bytes(budget_.budget),
-             slots_);
-  return true;
-}
-
-// The priors this copy ships (<parts>/priors/*.json, e.g. flash-attn 2.x
-// kernels), before anything else that may replace them: imported
-// profiles, then --prior. They are read only from a trusted directory, as
-// the other parts are used (wrap/parts.hpp): whoever could write them
-// would choose what root admits. A shipped file that cannot be read is
-// this install's fault, not the user's: a warning, and the run goes on.
-void Runner::load_shipped_priors() {
-  const std::string dir = join_path(find_parts().dir, "priors");
-  if (!path_exists(dir)) return;
-  std::string real;
-  auto fd = open_trusted_dir(dir, ::geteuid(), false, 0755, &real);
-  auto names = fd ? list_entries(fd->get(), real) : Result<std::vector<std::string>>(Error{fd.error()});
-  if (!names) {
-    log::warn("shipped priors not used: {}", names.error());
-    degraded_.push_back("shipped priors not used: " + names.error());
-    return;
-  }
-  std::sort(names->begin(), names->end());
-  for (const std::string& name : *names) {
-    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
-    auto file = open_trusted_file(join_path(real, name), ::geteuid());
-    auto profiles = file ? read_profiles_fd(file->fd.get(), file->path, PredictionSource::prior)
-                         : Result<std::vector<JobProfile>>(Error{file.error()});
-    if (!profiles) {
-      log::warn("shipped prior not used: {}", profiles.error());
-      continue;
-    }
-    for (const JobProfile& p : *profiles) predictor_.add_profile(p);
-  }
-}
-
-// A history the user named in a directory that does not exist is a typo
-// to stop at; one that is locked, corrupt beyond repair or unwritable is
-// not the build's problem: it runs without.
-bool Runner::open_history() {
-  load_shipped_priors();
-  history_path_ = History::resolve_path(opt_.history);
-  if (auto s = History::check_location(history_path_); !s) {
-    log::error("{}", s.error());
-    return false;
-  }
-  auto h = History::open(history_path_, kHistoryBusy_ms);
-  if (!h) {
-    log::warn("running without history: {}", h.error());
-    return true;
-  }
-  history_ = std::move(*h);
-  if (int n = merge_pending(*history_, history_path_))
-    log::info("merged {} build record(s) saved beside the history while it was locked", n);
-  for (const JobRecord& j : history_->jobs_for_prediction(20)) predictor_.add_history(j);
-  for (const JobProfile& p : history_->imported_profiles()) predictor_.add_profile(p);
-  // A failed or interrupted build stopped part way: its count is no total.
-  // A configure step or a relink is a different job list from the build.
-  History::BuildQuery ref{recorder_.cwd(), recorder_.command(), true};
-  ref.succeeded = true;
-  ref.full_only = true;
-  if (auto last = history_->last_build_id(ref)) {
-    if (auto b = history_->load_build(*last)) {
-      progress_ref_.jobs = static_cast<int>(b->jobs.size());
-      progress_ref_.wall_s = b->wall_s();
-      for (const JobRecord& j : b->jobs) progress_ref_.job_s += std::max(0.0, j.wall_s());
-    }
-  }
-  return true;
-}
-
-// A prior seeds the predictor and nothing else: it is never written to
-// history (that is what `history import` is for). Named by --prior, else
-// MEMGATE_PRIOR; a file that cannot be used stops the run before the
-// build starts, since the user asked for it.
-bool Runner::load_prior() {
-  std::string path = opt_.prior;
-  if (path.empty())
-    if (const char* env = std::getenv("MEMGATE_PRIOR")) path = env;
-  if (path.empty()) return true;
-  auto profiles = read_profiles_file(path, PredictionSource::prior);
-  if (!profiles) {
-    log::error("--prior: {}", profiles.error());
-    return false;
-  }
-  for (const JobProfile& p : *profiles) predictor_.add_profile(p);
-  log::debug("prior {}: {} job profiles", path, profiles->size());
+  machine_ = *machine;
   return true;
 }
 
@@ -201,35 +93,16 @@ bool Runner::start_server() {
   server_.emplace(std::move(*server));
   server_->on_message = [this](ConnId c, const Message& m) { on_message(c, m); };
   server_->on_closed = [this](ConnId c) { on_closed(c); };
-  if (server_->max_connections() < static_cast<std::size_t>(slots_))
+  if (server_->max_connections() < static_cast<std::size_t>(machine_.slots))
     log::warn("the open-file limit lets memgate hold {} wrapper connections, fewer than --jobs {}: at most {} jobs "
               "run at once; raise the hard limit (ulimit -Hn, systemd LimitNOFILE=)",
-              server_->max_connections(), slots_, server_->max_connections());
+              server_->max_connections(), machine_.slots, server_->max_connections());
 
-  GovernorConfig gc;
-  gc.budget = budget_.budget;
-  gc.hard_limit = budget_.capacity - budget_.reserve;
-  gc.slots = slots_;
-  gc.cores = platform::detect_cores();
-  // Each engine's remote capacity, as its configuration says (distcc:
-  // DISTCC_HOSTS). icecc's is its scheduler's to know: its jobs take
-  // local slots.
-  for (const std::string& name : engine_names())
-    if (int n = find_engine(name)->remote_slots(std::getenv); n > 0) gc.remote_slots[name] = n;
-  // --offload: at most --offload-jobs at once, else what the engine's own
-  // configuration allows, else four per local slot.
-  if (const Engine* engine = find_engine(opt_.offload)) {
-    auto remote = gc.remote_slots.find(opt_.offload);
-    gc.offload.engine = opt_.offload;
-    gc.offload.slots = opt_.offload_jobs.value_or(remote != gc.remote_slots.end() ? remote->second : 4 * slots_);
-    gc.offload.takes = [engine](const JobKey& key) { return engine->takes(key); };
-  }
-  gc.decline_after_s = opt_.decline_after_s;
-  if (auto policy = parse_admission_policy(opt_.admission)) gc.admission = *policy;
+  Predictor& predictor = known_.predictor();
   gov_ = std::make_unique<Governor>(
-      gc, [this](const JobKey& k) { return predictor_.predict(k); },
-      [this](const JobRecord& r) { predictor_.observe(r); });
-  gov_->on_past_peak([this](const JobKey& k, Bytes peak) { predictor_.observe_peak(k, peak); });
+      governor_config(machine_, opt_), [&predictor](const JobKey& k) { return predictor.predict(k); },
+      [&predictor](const JobRecord& r) { predictor.observe(r); });
+  gov_->on_past_peak([&predictor](const JobKey& k, Bytes peak) { predictor.observe_peak(k, peak); });
   gov_->on_fact([this](const JobFact& f) { recorder_.observe(f); });
   return true;
 }
@@ -249,7 +122,7 @@ bool Runner::start_build() {
   in.env = current_environment();
   in.memgate_exe = parts.wrapper;
   in.socket_path = server_->path();
-  in.slots = slots_;
+  in.slots = machine_.slots;
   in.command = opt_.command;
   in.preload_lib = parts.preload;
   Interception how = choose_interception(in);
@@ -268,7 +141,7 @@ bool Runner::start_build() {
   spec.argv = opt_.command;
   spec.env_changes = injection_env(in);
   spec.cgroup_dirs = cgroups_->build_dirs();
-  if (std::string why = tokens_.serve(opt_, *socket_dir_, slots_, spec.env_changes, spec.inherit_fds); !why.empty())
+  if (std::string why = tokens_.serve(opt_, *socket_dir_, machine_.slots, spec.env_changes, spec.inherit_fds); !why.empty())
     degraded_.push_back("no jobserver: " + why);
   tokens_.offer(*gov_, view_, now());
   SpawnFailure failure;
@@ -339,9 +212,9 @@ void Runner::finish() {
     Recorder::Totals t;
     t.end_unix = recorder_.start_unix() + now();
     t.exit_status = build_.exit_status();
-    t.capacity = budget_.capacity;
-    t.budget = budget_.budget;
-    t.slots = slots_;
+    t.capacity = machine_.budget.capacity;
+    t.budget = machine_.budget.budget;
+    t.slots = machine_.slots;
     t.cores = platform::detect_cores();
     t.cgroup_peak = cgroups_->peak().value_or(0);
     t.counters = gov_->counters();
@@ -373,12 +246,12 @@ void Runner::finish() {
     p.notes = ungated_.found().summary_lines();
     p.quiet = opt_.quiet;
     p.verbose = opt_.verbose;
-    p.history_path = history_path_;
+    p.history_path = known_.history_path();
     p.report_html = opt_.report_html;
     p.trace_json = opt_.trace_json;
     p.summary_json = opt_.summary_json;
     p.record_empty = opt_.record_empty;
-    publish(b, history_.get(), p);
+    publish(b, known_.history(), p);
   }
   stats_.write(now(), gov_ ? get(gov_->counters(), Counter::admitted) : 0);  // MEMGATE_RUN_STATS
   cgroups_->remove(build_.aborting());

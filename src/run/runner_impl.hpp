@@ -24,7 +24,9 @@
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
+#include "run/knowledge.hpp"
 #include "run/live_jobs.hpp"
+#include "run/machine.hpp"
 #include "run/pace.hpp"
 #include "run/recorder.hpp"
 #include "run/runner_ports.hpp"
@@ -48,9 +50,6 @@ class Runner {
 
   // The steps, in the order run() takes them (runner.cpp).
   bool detect_machine();
-  bool open_history();
-  void load_shipped_priors();
-  bool load_prior();
   bool start_server();
   bool start_build();
   void main_loop();
@@ -83,14 +82,10 @@ class Runner {
   DeathGuard guard_;
 
   // The machine and the parts.
-  Capacity cap_;
-  Budget budget_;
-  int slots_ = 1;
+  RunMachine machine_;  // capacity, budget, CPU slots (machine.hpp)
   std::optional<Confinement> cgroups_;
   Recorder recorder_;
-  std::unique_ptr<History> history_;
-  std::string history_path_;
-  Predictor predictor_;
+  Knowledge known_;  // the predictor, history and priors (knowledge.hpp)
   std::unique_ptr<Governor> gov_;
   std::optional<PrivateDir> socket_dir_;  // before server_: it outlives the socket
   std::optional<JobServer> server_;
@@ -107,7 +102,6 @@ class Runner {
   UngatedScan ungated_;  // compilers in the build but in no job (ungated.hpp)
   MemoryView view_;
   Pace pace_;  // when the loop ticks, and when it admits between ticks (pace.hpp)
-  ProgressReference progress_ref_;  // the last complete, successful build of this command here
   // memgate's own cost (MEMGATE_RUN_STATS, for bench/scale).
   RunStats stats_;
 };

@@ -217,15 +217,15 @@ StatusSnapshot Runner::snapshot() const {
   s.elapsed_s = now();
   GovernorCounts c = gov_->counts(s.elapsed_s);
   s.done = c.done;
-  s.known_total = progress_ref_.jobs;
+  s.known_total = known_.progress().jobs;
   s.running = c.running;
   s.waiting_memory = c.waiting_memory;
   s.waiting_cpu = c.waiting_cpu;
   s.frozen = c.frozen;
   s.used = view_.build_used;
-  s.budget = budget_.budget;
+  s.budget = machine_.budget.budget;
   if (s.elapsed_s > 0) s.objects_per_min = 60.0 * c.done / s.elapsed_s;
-  s.eta_s = estimate_eta(progress_ref_, c.done, recorder_.finished_job_s(), c.running_job_s);
+  s.eta_s = estimate_eta(known_.progress(), c.done, recorder_.finished_job_s(), c.running_job_s);
   return s;
 }
 
