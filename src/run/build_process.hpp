@@ -1,10 +1,10 @@
 // Starting the build command and ending it: fork/exec without a shell,
 // with memgate's environment changes, inside the build's cgroup, with the
 // signal state a fresh process expects; and BuildProcess, the build's
-// life as the runner follows it: the signals memgate handles, reaping
-// (memgate is a subreaper, so orphans of the build are its own too), the
-// abort on Ctrl-C or SIGTERM with its grace, and the exit status `run`
-// gives back.
+// life as the runner follows it: the guard that ends it if memgate is
+// killed (run/guard.hpp), the signals memgate handles, reaping (memgate
+// is a subreaper, so orphans of the build are its own too), the abort on
+// Ctrl-C or SIGTERM with its grace, and the exit status `run` gives back.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "run/guard.hpp"
 #include "util/result.hpp"
 
 namespace memgate {
@@ -51,6 +52,12 @@ class BuildProcess {
   BuildProcess(const BuildProcess&) = delete;
   BuildProcess& operator=(const BuildProcess&) = delete;
   ~BuildProcess();
+
+  // Starts the guard, first of all: from then on, memgate killed with the
+  // build means the build ends too. disarm_guard() once memgate's cgroups
+  // are gone, with nothing left for it to do.
+  void guard() { guard_ = DeathGuard::start(); }
+  void disarm_guard() { guard_.disarm(); }
 
   // Blocks the signals memgate handles; they arrive on signal_fd().
   void watch_signals();
@@ -91,6 +98,7 @@ class BuildProcess {
   std::optional<std::int64_t> other_cpu_ms() const;
 
  private:
+  DeathGuard guard_;
   int sigfd_ = -1;
   pid_t pid_ = -1;
   bool done_ = false;

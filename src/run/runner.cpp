@@ -48,7 +48,7 @@ double Runner::now() const {
 
 int Runner::run() {
   log::set_quiet(opt_.quiet);
-  guard_ = DeathGuard::start();                       // ends the build if memgate is killed (before the subreaper)
+  build_.guard();                                     // ends the build if memgate is killed (before the subreaper)
   if (!detect_machine()) return 125;                  // capacity, budget, CPU slots
   if (!known_.open_history(opt_, recorder_.cwd(), recorder_.command(), degraded_))
     return 125;                                       // predictions and the known total
@@ -149,7 +149,7 @@ bool Runner::start_build() {
     log::error("{}", failure.message);
     return false;
   }
-  status_ = std::make_unique<StatusLine>(STDERR_FILENO, std::nullopt, opt_.quiet, colour_wanted(STDERR_FILENO));
+  console_.start(opt_.quiet);
   return true;
 }
 
@@ -192,7 +192,7 @@ void Runner::begin_abort(int sig) {
     build_.kill_everything(*cgroups_);  // a second Ctrl-C: no more grace
     return;
   }
-  if (status_) sig == SIGINT ? status_->interrupted() : status_->clear();
+  console_.aborting(sig == SIGINT);
   log::info("{}: stopping the build", strsignal(sig));
   build_.forward(sig, *cgroups_);
 }
@@ -207,7 +207,7 @@ void Runner::end_leftovers() {
 // The end, whether the build ran or could not start: its record, the
 // summary and reports, then the cgroups and the socket go.
 void Runner::finish() {
-  if (status_) status_->finish();
+  console_.finish();
   if (build_.started()) {
     Recorder::Totals t;
     t.end_unix = recorder_.start_unix() + now();
@@ -255,7 +255,7 @@ void Runner::finish() {
   }
   stats_.write(now(), gov_ ? get(gov_->counters(), Counter::admitted) : 0);  // MEMGATE_RUN_STATS
   cgroups_->remove(build_.aborting());
-  guard_.disarm();  // the cgroups are gone: nothing is left for it to do
+  build_.disarm_guard();  // the cgroups are gone: nothing is left for it to do
   ports_.reset();
   server_.reset();
   tokens_.close();

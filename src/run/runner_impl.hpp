@@ -21,6 +21,7 @@
 #include "report/status.hpp"
 #include "run/build_process.hpp"
 #include "run/confinement.hpp"
+#include "run/console.hpp"
 #include "run/guard.hpp"
 #include "run/job_exec.hpp"
 #include "run/job_server.hpp"
@@ -72,14 +73,12 @@ class Runner {
   void apply(const Decisions& d);
   void grant(ConnectedJob& job);
   void decline(ConnectedJob& job);
-  void log_new_events();
   StatusSnapshot snapshot() const;
 
   double now() const;
 
   RunOptions opt_;
   std::chrono::steady_clock::time_point t0_;
-  DeathGuard guard_;
 
   // The machine and the parts.
   RunMachine machine_;  // capacity, budget, CPU slots (machine.hpp)
@@ -91,12 +90,11 @@ class Runner {
   std::optional<JobServer> server_;
   std::unique_ptr<RunnerPorts> ports_;  // over server_ and cgroups_ (runner_ports.hpp)
   RunnerTokens tokens_;  // the jobserver, when served (runner_tokens.hpp)
-  std::unique_ptr<StatusLine> status_;
-  BuildProcess build_;  // its signals, its status, the abort (build_process.hpp)
+  Console console_;  // the status line and the events as they happen (console.hpp)
+  BuildProcess build_;  // its guard, signals and status, the abort (build_process.hpp)
 
   // Jobs, and what the tick last measured.
   LiveJobs live_;  // one per wrapper connection (live_jobs.hpp)
-  size_t events_seen_ = 0;
   Counters extra_counters_;  // the runner's own decisions, beside the governor's
   std::vector<std::string> degraded_;  // what this run lacks beyond its cgroups (shims instead of preloading)
   UngatedScan ungated_;  // compilers in the build but in no job (ungated.hpp)

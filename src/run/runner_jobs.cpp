@@ -121,7 +121,7 @@ void Runner::schedule_now() {
   double t = now();
   tokens_.tell(*gov_, t);
   apply(gov_->step(view_, t));
-  log_new_events();
+  console_.log_events(*gov_);
   tokens_.offer(*gov_, view_, t);
 }
 
@@ -191,25 +191,14 @@ void Runner::tick() {
   if (!build_.aborting()) {
     tokens_.tell(*gov_, t);
     apply(gov_->step(view_, t));
-    log_new_events();
+    console_.log_events(*gov_);
     tokens_.offer(*gov_, view_, t);
   } else if (build_.grace_over(t)) {
     build_.kill_everything(*cgroups_);
   }
-  if (status_) status_->update(snapshot(), t);
+  if (console_.showing()) console_.update(snapshot(), t);
   pace_.ticked(t, view_.build_used, gov_->effective_limit(view_));
   stats_.tick(now() - t, thread_cpu_s() - cpu0);
-}
-
-void Runner::log_new_events() {
-  const auto& events = gov_->events();
-  for (; events_seen_ < events.size(); ++events_seen_) {
-    const GovEvent& e = events[events_seen_];
-    if (e.kind == EventKind::overshoot) continue;  // routine: counted, and drawn in the report
-    std::string who;
-    if (e.job >= 0) who = fmt::format(" job {} ({})", e.job, gov_->job(e.job).key.identity);
-    log::info("{}{}: {}", name(e.kind), who, e.reason);
-  }
 }
 
 StatusSnapshot Runner::snapshot() const {
