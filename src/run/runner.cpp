@@ -209,49 +209,9 @@ void Runner::end_leftovers() {
 void Runner::finish() {
   console_.finish();
   if (build_.started()) {
-    Recorder::Totals t;
-    t.end_unix = recorder_.start_unix() + now();
-    t.exit_status = build_.exit_status();
-    t.capacity = machine_.budget.capacity;
-    t.budget = machine_.budget.budget;
-    t.slots = machine_.slots;
-    t.cores = platform::detect_cores();
-    t.cgroup_peak = cgroups_->peak().value_or(0);
-    t.counters = gov_->counters();
-    for (const auto& [c, n] : extra_counters_) t.counters[c] += n;
-    const ServerCounters& sc = server_->counters();
-    t.counters[Counter::wrapper_connections] = static_cast<std::int64_t>(sc.accepted);
-    t.counters[Counter::refused_uid] = static_cast<std::int64_t>(sc.refused_uid);
-    t.counters[Counter::dropped_malformed] = static_cast<std::int64_t>(sc.dropped_malformed);
-    t.counters[Counter::dropped_idle] = static_cast<std::int64_t>(sc.dropped_idle);
-    t.events = gov_->events();
-    if (std::int64_t n = cgroups_->ungated_oom_kills(); n > 0) {
-      t.counters[Counter::oom_killed_ungated] = n;
-      t.events.push_back(GovEvent{now(), EventKind::oom_kill, -1,
-                                  fmt::format("{} process(es) in the build's own cgroup (the build tool or a program "
-                                              "memgate does not gate)",
-                                              n)});
-    }
-    t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.found().count());
-    if (auto others = build_.other_cpu_ms()) t.counters[Counter::other_cpu_ms] = *others;
-    t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.found().peak_together());
+    const Recorder::Totals t = totals();
     BuildRecord b = recorder_.build_record(t);
-    PublishOptions p;
-    p.degraded = cgroups_->degraded();
-    p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
-    if (auto n = t.counters[Counter::unjoined])
-      p.degraded.push_back(fmt::format("{} job attempt(s) outside their cgroup: measured through /proc", n));
-    if (auto n = t.counters[Counter::refused_pid])
-      p.degraded.push_back(fmt::format("{} reported pid(s) refused: not below their wrapper, never frozen or killed", n));
-    p.notes = ungated_.found().summary_lines();
-    p.quiet = opt_.quiet;
-    p.verbose = opt_.verbose;
-    p.history_path = known_.history_path();
-    p.report_html = opt_.report_html;
-    p.trace_json = opt_.trace_json;
-    p.summary_json = opt_.summary_json;
-    p.record_empty = opt_.record_empty;
-    publish(b, known_.history(), p);
+    publish(b, known_.history(), publish_options(t.counters));
   }
   stats_.write(now(), gov_ ? get(gov_->counters(), Counter::admitted) : 0);  // MEMGATE_RUN_STATS
   cgroups_->remove(build_.aborting());
@@ -261,6 +221,59 @@ void Runner::finish() {
   tokens_.close();
   if (socket_dir_)
     if (auto st = socket_dir_->remove(); !st) log::warn("{}", st.error());
+}
+
+// The build's totals: the governor's counters and events, and beside them
+// the runner's own decisions, the server's, what escaped the gate, and
+// the kernel's OOM kills of what memgate does not gate.
+Recorder::Totals Runner::totals() const {
+  Recorder::Totals t;
+  t.end_unix = recorder_.start_unix() + now();
+  t.exit_status = build_.exit_status();
+  t.capacity = machine_.budget.capacity;
+  t.budget = machine_.budget.budget;
+  t.slots = machine_.slots;
+  t.cores = platform::detect_cores();
+  t.cgroup_peak = cgroups_->peak().value_or(0);
+  t.counters = gov_->counters();
+  for (const auto& [c, n] : extra_counters_) t.counters[c] += n;
+  const ServerCounters& sc = server_->counters();
+  t.counters[Counter::wrapper_connections] = static_cast<std::int64_t>(sc.accepted);
+  t.counters[Counter::refused_uid] = static_cast<std::int64_t>(sc.refused_uid);
+  t.counters[Counter::dropped_malformed] = static_cast<std::int64_t>(sc.dropped_malformed);
+  t.counters[Counter::dropped_idle] = static_cast<std::int64_t>(sc.dropped_idle);
+  t.events = gov_->events();
+  if (std::int64_t n = cgroups_->ungated_oom_kills(); n > 0) {
+    t.counters[Counter::oom_killed_ungated] = n;
+    t.events.push_back(GovEvent{now(), EventKind::oom_kill, -1,
+                                fmt::format("{} process(es) in the build's own cgroup (the build tool or a program "
+                                            "memgate does not gate)",
+                                            n)});
+  }
+  t.counters[Counter::ungated] = static_cast<std::int64_t>(ungated_.found().count());
+  if (auto others = build_.other_cpu_ms()) t.counters[Counter::other_cpu_ms] = *others;
+  t.counters[Counter::ungated_peak_bytes] = static_cast<std::int64_t>(ungated_.found().peak_together());
+  return t;
+}
+
+// Where the record goes, and what the summary says the run lacked.
+PublishOptions Runner::publish_options(const Counters& counters) const {
+  PublishOptions p;
+  p.degraded = cgroups_->degraded();
+  p.degraded.insert(p.degraded.end(), degraded_.begin(), degraded_.end());
+  if (auto n = get(counters, Counter::unjoined))
+    p.degraded.push_back(fmt::format("{} job attempt(s) outside their cgroup: measured through /proc", n));
+  if (auto n = get(counters, Counter::refused_pid))
+    p.degraded.push_back(fmt::format("{} reported pid(s) refused: not below their wrapper, never frozen or killed", n));
+  p.notes = ungated_.found().summary_lines();
+  p.quiet = opt_.quiet;
+  p.verbose = opt_.verbose;
+  p.history_path = known_.history_path();
+  p.report_html = opt_.report_html;
+  p.trace_json = opt_.trace_json;
+  p.summary_json = opt_.summary_json;
+  p.record_empty = opt_.record_empty;
+  return p;
 }
 
 }  // namespace memgate

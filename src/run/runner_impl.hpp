@@ -56,6 +56,8 @@ class Runner {
   void main_loop();
   void end_leftovers();
   void finish();
+  Recorder::Totals totals() const;
+  PublishOptions publish_options(const Counters& counters) const;
 
   // Signals and the abort (runner.cpp).
   void handle_signals();
@@ -68,6 +70,7 @@ class Runner {
   void on_started(ConnId conn, const StartedMsg& m);
   void on_exit(ConnId conn, const ExitMsg& m);
   void schedule_now();
+  void step(double t);
   void tick();
   void scan_ungated(double t);
   void apply(const Decisions& d);

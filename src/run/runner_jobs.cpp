@@ -117,8 +117,12 @@ void Runner::on_closed(ConnId conn) {
 
 // Admission between ticks (Pace), on the tick's last measurement.
 void Runner::schedule_now() {
-  if (build_.aborting()) return;
-  double t = now();
+  if (!build_.aborting()) step(now());
+}
+
+// One governor step on the last measurement, between what the jobserver's
+// clients hold and the tokens it then allows.
+void Runner::step(double t) {
   tokens_.tell(*gov_, t);
   apply(gov_->step(view_, t));
   console_.log_events(*gov_);
@@ -189,10 +193,7 @@ void Runner::tick() {
   view_ = ports_->read_memory(live_.current(gov_->active_jobs()));
   recorder_.sample_memory(t, view_.build_used);
   if (!build_.aborting()) {
-    tokens_.tell(*gov_, t);
-    apply(gov_->step(view_, t));
-    console_.log_events(*gov_);
-    tokens_.offer(*gov_, view_, t);
+    step(t);
   } else if (build_.grace_over(t)) {
     build_.kill_everything(*cgroups_);
   }
