@@ -56,7 +56,7 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine,
   JobId id = j.id;
   enqueue(jobs_.emplace(id, std::move(j)).first->second);
   count(Counter::submitted);
-  tell(JobFact::of(JobFact::Kind::submitted, id, now));
+  tell(JobFact::of(JobFact::Kind::submitted, id, now).named(job(id)));
   return id;
 }
 
@@ -315,7 +315,7 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
     else if (j.blocked_by_cpu) --cpu_waiters_;
     --waiting_n_;
     j.state = JobState::done;
-    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t).named(j));
     count(Counter::cancelled);
     retire(id);
     return false;
@@ -325,7 +325,8 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
                     : how == ExitKind::oom_killed   ? Outcome::oom
                                                     : Outcome::lost;
   cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
-  tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s}));
+  tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s})
+           .named(j));
   j.current = 0;
   deactivate(j);
 

@@ -209,9 +209,10 @@ struct GovJob {
 };
 
 // What happened to a job, told as it happens (Governor::on_fact), for
-// whoever keeps its record. In order, per job: submitted; then for each
-// attempt started, any frozen/thawed, ended; or left (cancelled or
-// declined while waiting).
+// whoever keeps its record: everything a record takes from the governor
+// comes this way. In order, per job: submitted; then for each attempt
+// started, any frozen/thawed, ended; or left (cancelled or declined while
+// waiting).
 struct JobFact {
   enum class Kind { submitted, started, frozen, thawed, ended, left };
   Kind kind = Kind::submitted;
@@ -220,6 +221,19 @@ struct JobFact {
   Prediction pred;       // started: the prediction admission reserved for
   double waited_s = 0;   // started, left: since it last entered the queue
   Attempt attempt;       // ended: the attempt, its outcome, peak and CPU time
+  // submitted, ended, left: who the job is then (named()): the key it
+  // runs under (an offloaded job's is its engine's, one its engine gave
+  // back its own again) and where it ran.
+  JobKey key;
+  Placement placement = Placement::local;
+  std::string engine;
+
+  JobFact named(const GovJob& j) && {
+    key = j.key;
+    placement = j.where.placement;
+    engine = j.where.engine;
+    return std::move(*this);
+  }
 
   static JobFact of(Kind kind, JobId job, double t, double waited_s = 0, Prediction pred = {}, Attempt attempt = {}) {
     JobFact f;

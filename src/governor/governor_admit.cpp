@@ -358,7 +358,7 @@ void Governor::decline_jobs(double now, Decisions& out) {
     else if (j.blocked_by_cpu) --cpu_waiters_;
     --waiting_n_;
     j.state = JobState::done;
-    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t).named(j));
     count(Counter::declined);
     event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queued_t));
     out.decline.push_back(id);

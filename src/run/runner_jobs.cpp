@@ -90,7 +90,7 @@ void Runner::on_exit(ConnId conn, const ExitMsg& m) {
   bool rerun = gov_->exited(job.id, kind, shell_status(m.status), now(), cpu_s);
   job.end_attempt();
   AttemptReport attempt{job.req.argv, job.req.cwd, job.attempt_start, job.profile, cpu_s, shell_status(m.status)};
-  JobRecord rec = recorder_.make_record(gov_->job(job.id), attempt, now());
+  JobRecord rec = recorder_.make_record(job.id, attempt, now());
   gov_->learn(rec);
   if (!rerun) {
     job.done = true;

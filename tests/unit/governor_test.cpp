@@ -42,7 +42,7 @@ struct Fixture {
     return *gov;
   }
   // The job's record as the runner would make it at `now`.
-  JobRecord record(JobId id, double now) { return rec.make_record(g().job(id), AttemptReport{}, now); }
+  JobRecord record(JobId id, double now) { return rec.make_record(id, AttemptReport{}, now); }
   // A job with a known prediction (from its own history); cold jobs:
   // submit_cold below.
   JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
