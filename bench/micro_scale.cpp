@@ -52,11 +52,11 @@ JobKey key_of(int i) {
 JobRecord record_of(const GovJob& j, double now) {
   JobRecord r;
   r.key = j.key;
-  r.start_s = j.start_t;
+  r.start_s = j.run.start_t;
   r.end_s = now;
   r.peak_bytes = 2 << 20;
   r.cpu_s = 0.01;
-  r.attempt_log.push_back(Attempt{j.start_t, now, Outcome::ok, r.peak_bytes, r.cpu_s});
+  r.attempt_log.push_back(Attempt{j.run.start_t, now, Outcome::ok, r.peak_bytes, r.cpu_s});
   return r;
 }
 

@@ -136,7 +136,7 @@ void Runner::grant(ConnectedJob& job) {
   g.cgroups = job.exec->prepare_attempt();
   if (const GovJob& gj = gov_->job(job.id); gj.where.placement == Placement::offloaded) g.offload = gj.where.engine;
   job.begin_attempt(now());
-  stats_.grant(gov_->job(job.id).queued_t, job.attempt_start);
+  stats_.grant(gov_->job(job.id).queue.queued_t, job.attempt_start);
   if (!ports_->send(job.conn, g)) log::debug("job {}: grant not delivered", job.id);
 }
 

@@ -98,7 +98,7 @@ TEST_F(LiveJobsTest, TheTickTellsTheGovernorWhatEachRunningJobUses) {
   running(2, 0).mem = JobMemory{200 * MiB, 200 * MiB};
   view_.build_used = 3 * GiB;  // near the limit: every job every tick
   live_.sample(*gov_, view_, 1);
-  EXPECT_EQ(gov_->job(live_.find(1)->id).attempt_peak, 150 * MiB);
+  EXPECT_EQ(gov_->job(live_.find(1)->id).run.attempt_peak, 150 * MiB);
   EXPECT_EQ(live_.current(gov_->active_jobs()), 300 * MiB);
   live_.sample(*gov_, view_, 1.01);
   EXPECT_EQ(states_[1]->samples, 2);

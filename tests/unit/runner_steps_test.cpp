@@ -212,8 +212,8 @@ TEST_F(RunnerStepsTest, TheTickMeasuresJobsAndTheBuild) {
   os(1).mem = JobMemory{300 * MiB, 400 * MiB};
   ports_->view.build_used = 350 * MiB;
   tick();
-  EXPECT_EQ(gov_job(1).current, 300 * MiB);
-  EXPECT_EQ(gov_job(1).attempt_peak, 400 * MiB);
+  EXPECT_EQ(gov_job(1).run.current, 300 * MiB);
+  EXPECT_EQ(gov_job(1).run.attempt_peak, 400 * MiB);
   EXPECT_EQ(recorded_peak(), 350 * MiB);
   EXPECT_EQ(connected(1).profile.back().bytes, 300 * MiB);
   EXPECT_EQ(ports_->idle_drops, 2);
@@ -278,7 +278,7 @@ TEST_F(RunnerStepsTest, AJobKilledUnderPressureIsRerunAndItsCpuCounted) {
   message(2, exited(SIGKILL, 0.1));
   EXPECT_TRUE(last<VerdictMsg>(2).rerun);
   EXPECT_EQ(gov_job(2).state, JobState::waiting);
-  EXPECT_EQ(gov_job(2).requeues, 1);
+  EXPECT_EQ(gov_job(2).queue.requeues, 1);
   EXPECT_FALSE(connected(2).killed_by_us) << "the next attempt starts clean";
   EXPECT_EQ(finished(), 0u) << "only a job's last attempt goes into the build";
 }
