@@ -1,29 +1,27 @@
 // The runner's insides, shared by runner.cpp (the steps, the event loop,
-// signals and the build process) and runner_jobs.cpp (one job's messages
-// and the tick). The cgroups live in Confinement, the records in Recorder;
-// the Runner is the loop that connects them to the Governor. The job
-// steps reach the wrappers and the OS only through ports_ (runner_ports.hpp),
-// so tests drive them with fakes.
+// the abort and the end) and runner_jobs.cpp (one job's messages and the
+// tick). The Runner is the loop that connects the parts to the Governor;
+// each part owns its state and the steps that touch only it: the machine
+// (machine.hpp), what the run predicts from (knowledge.hpp), the build
+// process (build_process.hpp), the connected jobs (live_jobs.hpp), the
+// loop's pace (pace.hpp), the jobserver (runner_tokens.hpp), the ungated
+// scan (ungated.hpp), the status line (console.hpp), memgate's own cost
+// (run_stats.hpp), the cgroups (confinement.hpp) and the records
+// (recorder.hpp). The job steps reach the wrappers and the OS only
+// through ports_ (runner_ports.hpp), so tests drive them with fakes.
 #pragma once
 
 #include <chrono>
-#include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/capacity.hpp"
 #include "governor/governor.hpp"
-#include "history/history.hpp"
-#include "predict/predictor.hpp"
 #include "report/status.hpp"
 #include "run/build_process.hpp"
 #include "run/confinement.hpp"
 #include "run/console.hpp"
-#include "run/guard.hpp"
-#include "run/job_exec.hpp"
 #include "run/job_server.hpp"
 #include "run/knowledge.hpp"
 #include "run/live_jobs.hpp"
