@@ -52,11 +52,11 @@ JobKey key_of(int i) {
 JobRecord record_of(const GovJob& j, double now) {
   JobRecord r;
   r.key = j.key;
-  r.start_s = j.start_t;
+  r.start_s = j.run.start_t;
   r.end_s = now;
   r.peak_bytes = 2 << 20;
   r.cpu_s = 0.01;
-  r.attempt_log.push_back(Attempt{j.start_t, now, Outcome::ok, r.peak_bytes, r.cpu_s});
+  r.attempt_log.push_back(Attempt{j.run.start_t, now, Outcome::ok, r.peak_bytes, r.cpu_s});
   return r;
 }
 
@@ -165,7 +165,7 @@ class RunnerTickBench {
     r_.schedule_now();
     for (const auto& [id, s] : ports_->jobs) s->mem = JobMemory{2 << 20, 2 << 20};
     for (int i = 0; i < jobs; ++i)
-      if (r_.gov_->job(r_.live_.at(static_cast<ConnId>(i + 1)).id).state == JobState::running)
+      if (r_.gov_->job(r_.live_.find(static_cast<ConnId>(i + 1))->id).state == JobState::running)
         r_.on_message(static_cast<ConnId>(i + 1), StartedMsg{static_cast<pid_t>(10000 + i)});
   }
   void tick() { r_.tick(); }

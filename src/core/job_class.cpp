@@ -62,6 +62,17 @@ std::string join_targets(const std::vector<std::string>& targets) {
 
 std::string head(const JobClass& c) { return c.engine.empty() ? c.tool : c.engine + ">" + c.tool; }
 
+// The pieces of one part of an identity between any of its markers, so a
+// word hidden behind one ("a:b", "x,y") is still a word.
+void add_words(std::string_view part, std::vector<std::string>& out) {
+  for (std::size_t from = 0; from <= part.size();) {
+    auto end = part.find_first_of("/:>[],#", from);
+    if (end == npos) end = part.size();
+    if (end > from) out.emplace_back(part.substr(from, end - from));
+    from = end + 1;
+  }
+}
+
 }  // namespace
 
 std::string JobClass::family() const {
@@ -79,6 +90,25 @@ std::string JobIdentity::str() const {
   if (!output.empty()) out += "->" + output;
   if (!tag.empty()) out += "#" + tag;
   return out + join_targets(klass.targets);
+}
+
+// A further source may follow a '+' ("a.c+/abs/b.c" in older records),
+// and any text may come from an imported profile: a '/' after a marker
+// starts a path too.
+bool JobIdentity::names_absolute_path() const {
+  for (std::string_view part : {std::string_view(klass.tool), std::string_view(source), std::string_view(output)})
+    if (!part.empty() && (part.front() == '/' || part.find("+/") != npos || part.find(":/") != npos)) return true;
+  return false;
+}
+
+std::vector<std::string> JobIdentity::words() const {
+  std::vector<std::string> out;
+  for (std::string_view part : {std::string_view(klass.engine), std::string_view(klass.tool),
+                                std::string_view(klass.mode), std::string_view(source), std::string_view(output),
+                                std::string_view(tag)})
+    add_words(part, out);
+  for (const std::string& t : klass.targets) add_words(t, out);
+  return out;
 }
 
 JobClass parse_job_class(std::string_view stored) {

@@ -54,6 +54,12 @@ struct JobIdentity {
   std::string tag;     // tells apart jobs without source and output (the argv digest), or ""
 
   std::string str() const;
+  // What it may tell of the machine it was made on (history/profiles.hpp:
+  // is_portable): whether its tool, source or output is an absolute path,
+  // and each word it holds, its source and output split into path
+  // components ("src/a.cpp" -> "src", "a.cpp").
+  bool names_absolute_path() const;
+  std::vector<std::string> words() const;
   friend bool operator==(const JobIdentity&, const JobIdentity&) = default;
 };
 

@@ -41,7 +41,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
 JobId Governor::submit(const JobKey& key, double now, const std::string& engine, std::int64_t order) {
   GovJob j;
   j.id = next_id_++;
-  j.order = order > 0 ? order : j.id;
+  j.queue.order = order > 0 ? order : j.id;
   j.where.local_key = key;
   j.key = key;
   if (!engine.empty()) {
@@ -52,11 +52,11 @@ JobId Governor::submit(const JobKey& key, double now, const std::string& engine,
     counters_.try_emplace(Counter::fell_back, 0);
   }
   j.pred = predict_(j.key);
-  j.queued_t = now;
+  j.queue.queued_t = now;
   JobId id = j.id;
   enqueue(jobs_.emplace(id, std::move(j)).first->second);
   count(Counter::submitted);
-  tell(JobFact::of(JobFact::Kind::submitted, id, now));
+  tell(JobFact::of(JobFact::Kind::submitted, id, now).named(job(id)));
   return id;
 }
 
@@ -67,47 +67,47 @@ Bytes Governor::effective_limit(const MemoryView& view) const {
 double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
   const Prediction& p = j.pred;
   if (by_cpu) *by_cpu = false;
-  if (j.start_t < 0) return -1;
-  if (p.cpu_s > 0 && j.cpu_s >= 0) {
+  if (j.run.start_t < 0) return -1;
+  if (p.cpu_s > 0 && j.run.cpu_s >= 0) {
     if (by_cpu) *by_cpu = true;
-    return std::clamp(j.cpu_s / p.cpu_s, 0.0, 1.0);
+    return std::clamp(j.run.cpu_s / p.cpu_s, 0.0, 1.0);
   }
-  if (p.wall_s > 0) return std::clamp((now - j.start_t) / p.wall_s, 0.0, 1.0);
+  if (p.wall_s > 0) return std::clamp((now - j.run.start_t) / p.wall_s, 0.0, 1.0);
   return -1;
 }
 
 Bytes Governor::reservation(const GovJob& j, double now) const {
-  if (j.state == JobState::killing) return j.current;
+  if (j.state == JobState::killing) return j.run.current;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
-  if (j.attempt_peak > pred) return std::max(j.current, scale(j.attempt_peak, kOvershootGrowth));
+  if (j.run.attempt_peak > pred) return std::max(j.run.current, scale(j.run.attempt_peak, kOvershootGrowth));
   const Prediction& p = j.pred;
-  double elapsed = now - j.start_t;
-  bool falling = j.current < scale(j.attempt_peak, 0.9);
+  double elapsed = now - j.run.start_t;
+  bool falling = j.run.current < scale(j.run.attempt_peak, 0.9);
   // A weak guess the job's own curve contradicts: it ran live.min_s, peaked
   // under half the guess and is falling. It holds its peak with the margin
   // cold admission gives a rising sibling; a second, higher peak is what
   // freeze and requeue are for. (A first job guessed above the budget
   // runs alone; without this, alone for its whole life.)
-  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.attempt_peak > 0 &&
-      j.attempt_peak < scale(pred, 0.5))
-    return std::max(j.current, scale(j.attempt_peak, cfg_.live.margin_rising));
+  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.run.attempt_peak > 0 &&
+      j.run.attempt_peak < scale(pred, 0.5))
+    return std::max(j.run.current, scale(j.run.attempt_peak, cfg_.live.margin_rising));
   // The envelope: what the job still uses from its progress on. It
   // releases only once the job has shown its peak (a prediction that came
   // true); where progress is wall time, which contention slows, only
   // while its memory is falling too.
   bool by_cpu = false;
   const double x = progress(j, now, &by_cpu);
-  bool saw_peak = j.attempt_peak >= scale(pred, 0.8);
+  bool saw_peak = j.run.attempt_peak >= scale(pred, 0.8);
   if (x > 0 && saw_peak && (by_cpu || falling)) {
     const double f = envelope_at(envelope_for(p), x);
-    if (f < 1.0) return std::max(j.current, std::min(pred, scale(pred, f * kAfterPeakMargin)));
+    if (f < 1.0) return std::max(j.run.current, std::min(pred, scale(pred, f * kAfterPeakMargin)));
   }
-  return std::max(pred, j.current);
+  return std::max(pred, j.run.current);
 }
 
 Bytes Governor::overhead(const MemoryView& view) const {
   Bytes jobs = 0;
-  for (const auto& [id, j] : active_) jobs += j->current;
+  for (const auto& [id, j] : active_) jobs += j->run.current;
   return std::max<Bytes>(0, view.build_used - jobs);
 }
 
@@ -157,9 +157,9 @@ std::vector<GovJob*> Governor::by_state(JobState s) {
 }
 
 bool Governor::queue_before(const GovJob* a, const GovJob* b) {
-  if (a->requeues != b->requeues) return a->requeues > b->requeues;
+  if (a->queue.requeues != b->queue.requeues) return a->queue.requeues > b->queue.requeues;
   if (a->pred.wall_s != b->pred.wall_s) return a->pred.wall_s > b->pred.wall_s;
-  if (a->order != b->order) return a->order < b->order;
+  if (a->queue.order != b->queue.order) return a->queue.order < b->queue.order;
   return a->id < b->id;
 }
 
@@ -181,6 +181,14 @@ std::vector<JobId> Governor::active_jobs() const {
 }
 
 void Governor::activate(GovJob& j) { active_[j.id] = &j; }
+
+// A waiting job leaves the queue (started, cancelled or declined): the
+// counts the last admission left lose it.
+void Governor::leave_queue(const GovJob& j) {
+  if (j.queue.blocked_by_memory) --mem_waiters_;
+  else if (j.queue.blocked_by_cpu) --cpu_waiters_;
+  --waiting_n_;
+}
 void Governor::deactivate(GovJob& j) { active_.erase(j.id); }
 
 // From the counts the last admission left and the active jobs: a status
@@ -194,8 +202,8 @@ GovernorCounts Governor::counts(double now) const {
   for (const auto& [id, j] : active_) {
     switch (j->state) {
       case JobState::running:
-        if (now >= 0 && j->start_t >= 0) {
-          const double ran = std::max(0.0, now - j->start_t);
+        if (now >= 0 && j->run.start_t >= 0) {
+          const double ran = std::max(0.0, now - j->run.start_t);
           c.running_job_s += j->pred.wall_s > 0 ? std::min(ran, j->pred.wall_s) : ran;
         }
         ++c.running;
@@ -287,20 +295,20 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cp
   if (it == jobs_.end()) return;
   GovJob& j = it->second;
   if (j.state == JobState::waiting || j.state == JobState::done) return;
-  if (cpu_s >= 0) j.cpu_s = std::max(j.cpu_s, cpu_s);
+  if (cpu_s >= 0) j.run.cpu_s = std::max(j.run.cpu_s, cpu_s);
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
-  bool was_over = j.attempt_peak > scale(pred, 1.1);
-  j.current = current;
-  j.attempt_peak = std::max({j.attempt_peak, peak, current});
-  if (!was_over && j.attempt_peak > scale(pred, 1.1)) {
+  bool was_over = j.run.attempt_peak > scale(pred, 1.1);
+  j.run.current = current;
+  j.run.attempt_peak = std::max({j.run.attempt_peak, peak, current});
+  if (!was_over && j.run.attempt_peak > scale(pred, 1.1)) {
     count(Counter::overshoot);
     event(now, EventKind::overshoot, id,
-          fmt::format("uses {}, predicted {}", format_bytes(j.attempt_peak), format_bytes(pred)));
+          fmt::format("uses {}, predicted {}", format_bytes(j.run.attempt_peak), format_bytes(pred)));
   }
-  if (past_peak_ && !j.peak_told && j.state == JobState::running && now - j.start_t >= cfg_.live.min_s &&
-      j.current < j.attempt_peak / 2) {
-    j.peak_told = true;
-    past_peak_(j.key, j.attempt_peak);
+  if (past_peak_ && !j.run.peak_told && j.state == JobState::running && now - j.run.start_t >= cfg_.live.min_s &&
+      j.run.current < j.run.attempt_peak / 2) {
+    j.run.peak_told = true;
+    past_peak_(j.key, j.run.attempt_peak);
     learned();
   }
 }
@@ -311,11 +319,9 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   GovJob& j = found->second;
   if (j.state == JobState::waiting) {
     // The wrapper gave up before it was granted (its build was interrupted).
-    if (j.blocked_by_memory) --mem_waiters_;
-    else if (j.blocked_by_cpu) --cpu_waiters_;
-    --waiting_n_;
+    leave_queue(j);
     j.state = JobState::done;
-    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queue.queued_t).named(j));
     count(Counter::cancelled);
     retire(id);
     return false;
@@ -325,8 +331,9 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
                     : how == ExitKind::oom_killed   ? Outcome::oom
                                                     : Outcome::lost;
   cpu_s = std::isfinite(cpu_s) ? std::max(0.0, cpu_s) : 0.0;
-  tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.start_t, now, outcome, j.attempt_peak, cpu_s}));
-  j.current = 0;
+  tell(JobFact::of(JobFact::Kind::ended, id, now, 0, {}, Attempt{j.run.start_t, now, outcome, j.run.attempt_peak, cpu_s})
+           .named(j));
+  j.run.current = 0;
   deactivate(j);
 
   bool memory_death = how == ExitKind::killed_by_us || how == ExitKind::oom_killed;
@@ -335,17 +342,17 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   if (how == ExitKind::killed_by_us) count(Counter::requeued);
   if (how == ExitKind::oom_killed) {
     count(Counter::oom_killed);
-    event(now, EventKind::oom_kill, id, fmt::format("killed by the kernel at {}", format_bytes(j.attempt_peak)));
+    event(now, EventKind::oom_kill, id, fmt::format("killed by the kernel at {}", format_bytes(j.run.attempt_peak)));
   }
   if (memory_death && j.attempts < cfg_.max_attempts) {
     // The true need is at least what it reached; an OOM kill means more.
-    Bytes seen = scale(j.attempt_peak, kRequeueGrowth);
+    Bytes seen = scale(j.run.attempt_peak, kRequeueGrowth);
     if (how == ExitKind::oom_killed) seen = std::max(seen, scale(std::max(j.pred.peak, j.peak_floor), 1.5));
     j.peak_floor = std::max(j.peak_floor, seen);
-    if (how == ExitKind::killed_by_us) j.requeues += 1;
+    if (how == ExitKind::killed_by_us) j.queue.requeues += 1;
     j.state = JobState::waiting;
-    j.queued_t = now;
-    j.start_t = -1;
+    j.queue.queued_t = now;
+    j.run.start_t = -1;
     j.where.remote_slot = false;
     enqueue(j);
     count(Counter::retried);

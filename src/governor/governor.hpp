@@ -28,8 +28,9 @@
 //      the oldest frozen job once memory has stayed low for a while;
 //   3. kill the newest job and requeue it with its prediction raised to
 //      what it was seen to use.
-// Code: admission in governor_admit.cpp, pressure in governor_pressure.cpp,
-// a job's life, learning and the rest in governor.cpp.
+// Code: a job and what is told of it in gov_job.hpp, admission in
+// governor_admit.cpp, pressure in governor_pressure.cpp, a job's life,
+// learning and the rest in governor.cpp.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +42,9 @@
 #include <vector>
 
 #include "core/job.hpp"
+#include "governor/gov_job.hpp"
 
 namespace memgate {
-
-using JobId = int;
 
 // Which waiting job admission starts first. Both start the longest predicted job that fits, and let
 // any job that fits start after it while the longest waiting one cannot.
@@ -155,86 +155,6 @@ struct MemoryView {
   // the machine itself is nearly full: then the build must yield to
   // protect it, whoever caused it.
   bool psi_machine_wide = false;
-};
-
-enum class JobState { waiting, running, frozen, killing, done };
-
-// How an attempt ended, as the runner saw it.
-enum class ExitKind {
-  finished,      // the program exited on its own (any status)
-  killed_by_us,  // memgate killed it under pressure
-  oom_killed,    // the kernel OOM killer (inside memgate's confinement)
-  lost,          // the wrapper vanished
-};
-
-// A job as the governor sees it, field by the stage that reads it. What
-// only a job's record needs (its first prediction, its waits, the time it
-// was frozen, its attempts) is not kept here: the governor tells it as it
-// happens (JobFact), and the recorder keeps it.
-struct GovJob {
-  JobId id = 0;
-  JobKey key;
-  JobState state = JobState::waiting;
-  int attempts = 0;          // started attempts
-
-  // Admission: what it is predicted to need, and its place in the queue.
-  Prediction pred;           // current prediction (re-predicted while waiting)
-  Bytes peak_floor = 0;      // after a kill: the prediction may not go below this
-  std::int64_t order = 0;    // the build tool's order (see submit), else the id
-  int requeues = 0;          // memgate kills: such a job goes first
-  double queued_t = 0;       // when it last entered the queue
-  double blocked_since = -1; // when it became memory-blocked at the head of the queue
-  bool blocked_by_memory = false;  // last step: fits CPU but not memory
-  bool blocked_by_cpu = false;     // last step: does not fit CPU
-  bool waited_for_memory = false;  // counted once (Counter::waited_for_memory)
-  // Admitted on the live peaks of running jobs of its klass rather than
-  // on a prediction (cold_need): until it is past its peak or done, it
-  // holds back the next such admission of its klass.
-  bool speculative = false;
-
-  // The running attempt: what the reservation and pressure read.
-  double start_t = -1;       // -1 while waiting
-  Bytes current = 0;         // now
-  Bytes attempt_peak = 0;    // this attempt
-  double cpu_s = -1;         // CPU time of this attempt so far; < 0: cannot be read
-  bool peak_told = false;    // on_past_peak was told of this attempt
-
-  // Where it runs: here, or through a distributed engine (engine/engine.hpp).
-  struct Where {
-    Placement placement = Placement::local;
-    std::string engine;      // of a remote or offloaded job
-    // A remote job holding one of its engine's remote slots (see
-    // GovernorConfig::remote_slots) this attempt: it weighs no local CPU.
-    bool remote_slot = false;
-    JobKey local_key;        // the key it came with (an offloaded job's key is the engine's)
-  } where;
-
-  int weight(int slots) const;
-};
-
-// What happened to a job, told as it happens (Governor::on_fact), for
-// whoever keeps its record. In order, per job: submitted; then for each
-// attempt started, any frozen/thawed, ended; or left (cancelled or
-// declined while waiting).
-struct JobFact {
-  enum class Kind { submitted, started, frozen, thawed, ended, left };
-  Kind kind = Kind::submitted;
-  JobId job = -1;
-  double t = 0;
-  Prediction pred;       // started: the prediction admission reserved for
-  double waited_s = 0;   // started, left: since it last entered the queue
-  Attempt attempt;       // ended: the attempt, its outcome, peak and CPU time
-
-  static JobFact of(Kind kind, JobId job, double t, double waited_s = 0, Prediction pred = {}, Attempt attempt = {}) {
-    JobFact f;
-    f.kind = kind;
-    f.job = job;
-    f.t = t;
-    f.waited_s = waited_s;
-    f.pred = pred;
-    f.attempt = attempt;
-    return f;
-  }
 };
 
 struct GovEvent {
@@ -469,6 +389,7 @@ class Governor {
   bool queue_sorted_ = true;
   static bool queue_before(const GovJob* a, const GovJob* b);
   void enqueue(GovJob& j);
+  void leave_queue(const GovJob& j);
   // Waiting jobs blocked by memory, and by CPU (not memory), at the last admission.
   std::int64_t mem_waiters_ = 0, cpu_waiters_ = 0;
   std::size_t waiting_n_ = 0;     // jobs waiting now

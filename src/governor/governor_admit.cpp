@@ -29,21 +29,15 @@ std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s) {
 using namespace governor_detail;
 
 void Governor::start(GovJob& j, double now, Decisions& out) {
-  // One counted as blocked by this step's walk (offloaded, or run alone).
-  if (j.blocked_by_memory) --mem_waiters_;
-  else if (j.blocked_by_cpu) --cpu_waiters_;
+  leave_queue(j);  // it may be counted as blocked by this step's walk (offloaded, or run alone)
   j.state = JobState::running;
   activate(j);
-  --waiting_n_;
-  j.start_t = now;
-  tell(JobFact::of(JobFact::Kind::started, j.id, now, now - j.queued_t, j.pred));
+  tell(JobFact::of(JobFact::Kind::started, j.id, now, now - j.queue.queued_t, j.pred));
   j.attempts += 1;
-  j.attempt_peak = 0;
-  j.cpu_s = -1;
-  j.peak_told = false;
-  j.current = 0;
-  j.blocked_by_memory = j.blocked_by_cpu = false;
-  j.blocked_since = -1;
+  j.run = GovJob::Run{};
+  j.run.start_t = now;
+  j.queue.blocked_by_memory = j.queue.blocked_by_cpu = false;
+  j.queue.blocked_since = -1;
   count(Counter::admitted);
   out.admit.push_back(j.id);
 }
@@ -82,8 +76,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     const bool cpu_full = free_slots <= 0 && !(js > 0 && busy + 1 <= js);
     if (cpu_full && shadow_tried && j->where.placement != Placement::remote) {
       j->where.remote_slot = false;
-      j->blocked_by_cpu = true;
-      j->blocked_by_memory = false;
+      j->queue.blocked_by_cpu = true;
+      j->queue.blocked_by_memory = false;
       ++cpu_waiters_;
       continue;
     }
@@ -108,13 +102,13 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     // not fit (for what the reserved one waits for).
     bool held = fits_cpu && fits_mem && shadow && !shadow->admits(*j, need, now);
     if (held) fits_mem = false;
-    j->blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
-    j->blocked_by_memory = fits_cpu && !fits_mem && !j->blocked_by_cpu;
+    j->queue.blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
+    j->queue.blocked_by_memory = fits_cpu && !fits_mem && !j->queue.blocked_by_cpu;
     if (fits_cpu && fits_mem) {
       if (on_cold) {
         // Admitted on what its running siblings show: that is its
         // prediction now (and its reservation), from this build.
-        j->speculative = true;
+        j->queue.speculative = true;
         j->pred.peak = cold;
         j->pred.source = PredictionSource::build;
         j->pred.confidence = std::min(j->pred.confidence, 0.25);
@@ -127,8 +121,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       continue;
     }
     j->where.remote_slot = false;
-    if (j->blocked_by_memory) ++mem_waiters_;
-    else if (j->blocked_by_cpu) ++cpu_waiters_;
+    if (j->queue.blocked_by_memory) ++mem_waiters_;
+    else if (j->queue.blocked_by_cpu) ++cpu_waiters_;
     if (!shadow_tried) {
       // The first job that cannot start: later jobs may not delay it
       // unless that ends both sooner.
@@ -136,9 +130,9 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       shadow = shadow_for(*j, std::max(j->pred.peak, j->peak_floor), left, free_slots, view, now);
     }
     if (fits_mem) continue;
-    if (j->blocked_since < 0) j->blocked_since = now;
-    if (j->blocked_by_memory && !j->waited_for_memory) {
-      j->waited_for_memory = true;
+    if (j->queue.blocked_since < 0) j->queue.blocked_since = now;
+    if (j->queue.blocked_by_memory && !j->queue.waited_for_memory) {
+      j->queue.waited_for_memory = true;
       count(Counter::waited_for_memory);
     }
     // Longest-first's guard for a head that has waited too long: its
@@ -146,7 +140,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
     // already admits only what does not delay it; the guard on top held
     // back jobs that would have ended first (a core idle for 90 s of a
     // flash-attn build in plan's simulator).
-    if (!shadow && starve_reserve == 0 && now - j->blocked_since >= cfg_.starvation_s) starve_reserve = need;
+    if (!shadow && starve_reserve == 0 && now - j->queue.blocked_since >= cfg_.starvation_s) starve_reserve = need;
   }
   if (!pressure) offload_jobs(queue, left, now, out);
 
@@ -248,7 +242,7 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   // contention (its CPU progress behind its wall time) ends later.
   const double x0 = std::max(0.0, progress(r, now));
   if (r.state == JobState::running) envelope_releases(p, std::max(p.peak, r.peak_floor), held, x0, now, mine);
-  mine.push_back({std::max({r.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
+  mine.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
                   r.weight(slots_)});
   for (const Release& x : mine)
     releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
@@ -331,7 +325,7 @@ void Governor::offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now
   int busy = remote_busy(cfg_.offload.engine);
   for (GovJob* j : queue) {
     if (busy >= cfg_.offload.slots) return;
-    if (j->state != JobState::waiting || !j->blocked_by_memory || j->where.placement != Placement::local ||
+    if (j->state != JobState::waiting || !j->queue.blocked_by_memory || j->where.placement != Placement::local ||
         !cfg_.offload.takes || !cfg_.offload.takes(j->key))
       continue;
     JobKey key = with_engine(j->where.local_key, cfg_.offload.engine);
@@ -358,14 +352,12 @@ void Governor::decline_jobs(double now, Decisions& out) {
   if (cfg_.decline_after_s <= 0) return;
   std::vector<JobId> gone;
   for (auto& [id, j] : jobs_) {
-    if (j.state != JobState::waiting || now - j.queued_t < cfg_.decline_after_s) continue;
-    if (j.blocked_by_memory) --mem_waiters_;
-    else if (j.blocked_by_cpu) --cpu_waiters_;
-    --waiting_n_;
+    if (j.state != JobState::waiting || now - j.queue.queued_t < cfg_.decline_after_s) continue;
+    leave_queue(j);
     j.state = JobState::done;
-    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queued_t));
+    tell(JobFact::of(JobFact::Kind::left, id, now, now - j.queue.queued_t).named(j));
     count(Counter::declined);
-    event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queued_t));
+    event(now, EventKind::decline, id, fmt::format("waited {:.1f} s for memory; declined", now - j.queue.queued_t));
     out.decline.push_back(id);
     gone.push_back(id);
   }
@@ -386,12 +378,12 @@ Governor::LiveSiblings Governor::live_siblings(const std::string& klass, double 
     const GovJob& r = *rp;
     if (r.key.klass != klass) continue;
     if (r.state != JobState::running && r.state != JobState::frozen) continue;
-    const bool falling = r.attempt_peak > 0 && r.current < scale(r.attempt_peak, 0.9);
+    const bool falling = r.run.attempt_peak > 0 && r.run.current < scale(r.run.attempt_peak, 0.9);
     if (falling) ++s.confirmed;
-    else if (r.speculative) ++s.in_flight;
-    if (now - r.start_t < cfg_.live.min_s || r.attempt_peak <= 0) continue;
+    else if (r.queue.speculative) ++s.in_flight;
+    if (now - r.run.start_t < cfg_.live.min_s || r.run.attempt_peak <= 0) continue;
     const double margin = falling ? cfg_.live.margin_falling : cfg_.live.margin_rising;
-    s.best_w = std::max(s.best_w, static_cast<double>(r.attempt_peak) / r.weight(cfg_.slots) * margin);
+    s.best_w = std::max(s.best_w, static_cast<double>(r.run.attempt_peak) / r.weight(cfg_.slots) * margin);
   }
   return s;
 }

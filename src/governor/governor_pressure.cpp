@@ -16,7 +16,7 @@ using namespace governor_detail;
 
 namespace {
 bool newer(const GovJob* a, const GovJob* b) {
-  return !b || a->start_t > b->start_t || (a->start_t == b->start_t && a->id > b->id);
+  return !b || a->run.start_t > b->run.start_t || (a->run.start_t == b->run.start_t && a->id > b->id);
 }
 }  // namespace
 
@@ -95,11 +95,11 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
   std::vector<GovJob*> frozen = by_state(JobState::frozen);
   if (frozen.empty()) return false;
   GovJob* oldest = *std::min_element(frozen.begin(), frozen.end(), [](const GovJob* a, const GovJob* b) {
-    return a->start_t < b->start_t || (a->start_t == b->start_t && a->id < b->id);
+    return a->run.start_t < b->run.start_t || (a->run.start_t == b->run.start_t && a->id < b->id);
   });
   // Never leave the build with nothing able to move.
   bool must = unfrozen_running() == 0 && by_state(JobState::killing).empty();
-  Bytes growth = std::max<Bytes>(0, reservation(*oldest, now) - oldest->current);
+  Bytes growth = std::max<Bytes>(0, reservation(*oldest, now) - oldest->run.current);
   bool low = !thrashing_ && view.build_used + growth <= scale(effective_limit(view), cfg_.pressure.thaw_frac);
   if (!low) low_since_ = -1;
   else if (low_since_ < 0) low_since_ = now;

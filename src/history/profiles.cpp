@@ -169,19 +169,10 @@ std::vector<JobProfile> summarize_profiles(const std::vector<JobRecord>& jobs) {
 }
 
 bool is_portable(std::string_view identity, const std::vector<std::string>& words) {
-  if (identity.find(":/") != std::string_view::npos || identity.find("->/") != std::string_view::npos ||
-      identity.find("+/") != std::string_view::npos || (!identity.empty() && identity[0] == '/'))
-    return false;
-  std::string cleaned(identity);
-  for (char& c : cleaned)
-    if (c == ':' || c == '>' || c == '[' || c == ']' || c == ',' || c == '#') c = '/';
-  for (std::string_view part : split(cleaned, '/')) {
-    for (const std::string& w : words)
-      if (!w.empty() && part == w) return false;
-    if (part.size() > 2 && part[0] == '-' && part[1] != '-') part.remove_prefix(1);  // "->name"
-    for (const std::string& w : words)
-      if (!w.empty() && part == w) return false;
-  }
+  const JobIdentity id = parse_job_identity(identity);
+  if (id.names_absolute_path()) return false;
+  for (const std::string& part : id.words())
+    if (std::find(words.begin(), words.end(), part) != words.end()) return false;
   return true;
 }
 

@@ -7,18 +7,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include <fmt/core.h>
 
+#include "platform/cgroup.hpp"
+#include "platform/cpu.hpp"
+#include "platform/proc.hpp"
+#include "run/confinement.hpp"
+
 namespace memgate {
 
 namespace {
 
 const int kWatched[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD};
+// After Ctrl-C or SIGTERM the build gets this long to stop by itself
+// before everything left is killed.
+constexpr double kAbortGrace_s = 2.0;
 // SIGHUP ignored by nohup stays ignored, for memgate and for the build.
 bool g_hup_ignored = false;
 
@@ -126,6 +136,91 @@ int shell_status(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 125;
+}
+
+BuildProcess::~BuildProcess() {
+  if (sigfd_ >= 0) ::close(sigfd_);
+}
+
+void BuildProcess::watch_signals() { sigfd_ = block_and_watch_signals(); }
+
+std::vector<int> BuildProcess::read_signals() {
+  std::vector<int> out;
+  signalfd_siginfo si;
+  while (::read(sigfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) reap();
+    else out.push_back(sig);
+  }
+  return out;
+}
+
+bool BuildProcess::start(const SpawnSpec& spec, SpawnFailure* failure) {
+  machine_busy_at_start_ = platform::read_machine_busy_s();
+  own_cpu_at_start_ = platform::self_and_children_cpu_s();
+  pid_ = spawn_build(spec, failure);
+  if (pid_ < 0) start_failure_ = failure->exit_code;
+  return pid_ >= 0;
+}
+
+void BuildProcess::reap() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (pid == pid_) {
+      done_ = true;
+      wait_status_ = status;
+    }
+  }
+}
+
+bool BuildProcess::begin_abort(int sig, double now) {
+  if (abort_signal_) return false;
+  abort_signal_ = sig;
+  abort_deadline_ = now + kAbortGrace_s;
+  return true;
+}
+
+void BuildProcess::forward(int sig, const Confinement& cgroups) const {
+  std::vector<pid_t> pids = cgroups.processes();
+  for (pid_t p : platform::process_tree(::getpid())) pids.push_back(p);
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  for (pid_t p : pids)
+    if (p != ::getpid()) ::kill(p, sig);
+}
+
+void BuildProcess::kill_everything(const Confinement& cgroups) {
+  killed_all_ = true;
+  for (int round = 0; round < 3; ++round) {
+    cgroups.kill_all();
+    std::vector<pid_t> pids = platform::process_tree(::getpid());
+    bool any = false;
+    for (pid_t p : pids) {
+      if (p == ::getpid()) continue;
+      ::kill(p, SIGKILL);
+      ::kill(p, SIGCONT);
+      any = true;
+    }
+    if (!any) break;
+  }
+}
+
+int BuildProcess::exit_status() const {
+  if (!started()) return start_failure_;
+  return abort_signal_ ? 128 + abort_signal_ : shell_status(wait_status_);
+}
+
+// A build given more CPU weight than its neighbours (bench/plan-accuracy
+// does) leaves them only what it does not use: not contention.
+std::optional<std::int64_t> BuildProcess::other_cpu_ms() const {
+  auto busy = platform::read_machine_busy_s();
+  if (!busy || !machine_busy_at_start_ || platform::cgroup_cpu_weight_raised(platform::detect_cgroups()))
+    return std::nullopt;
+  double own = platform::self_and_children_cpu_s() - own_cpu_at_start_;
+  double others = std::max(0.0, *busy - *machine_busy_at_start_ - own);
+  return std::llround(others * 1000);
 }
 
 }  // namespace memgate

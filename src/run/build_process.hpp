@@ -1,14 +1,21 @@
 // Starting the build command and ending it: fork/exec without a shell,
 // with memgate's environment changes, inside the build's cgroup, with the
-// signal state a fresh process expects.
+// signal state a fresh process expects; and BuildProcess, the build's
+// life as the runner follows it: the guard that ends it if memgate is
+// killed (run/guard.hpp), the signals memgate handles, reaping (memgate
+// is a subreaper, so orphans of the build are its own too), the abort on
+// Ctrl-C or SIGTERM with its grace, and the exit status `run` gives back.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "run/guard.hpp"
 #include "util/result.hpp"
 
 namespace memgate {
@@ -36,5 +43,73 @@ int block_and_watch_signals();
 // Exit status of a waited-for process as a shell reports it: the exit
 // code, or 128 + the signal.
 int shell_status(int wait_status);
+
+class Confinement;
+
+class BuildProcess {
+ public:
+  BuildProcess() = default;
+  BuildProcess(const BuildProcess&) = delete;
+  BuildProcess& operator=(const BuildProcess&) = delete;
+  ~BuildProcess();
+
+  // Starts the guard, first of all: from then on, memgate killed with the
+  // build means the build ends too. disarm_guard() once memgate's cgroups
+  // are gone, with nothing left for it to do.
+  void guard() { guard_ = DeathGuard::start(); }
+  void disarm_guard() { guard_.disarm(); }
+
+  // Blocks the signals memgate handles; they arrive on signal_fd().
+  void watch_signals();
+  int signal_fd() const { return sigfd_; }
+  // The signals that arrived since the last call, each but SIGCHLD (which
+  // reaps) returned in order: what to abort on.
+  std::vector<int> read_signals();
+
+  // Starts the build (spawn_build), after reading the machine's busy CPU
+  // and memgate's own (other_cpu_ms). False if it could not start:
+  // `failure` says why, and exit_status() is its code.
+  bool start(const SpawnSpec& spec, SpawnFailure* failure);
+  bool started() const { return pid_ >= 0; }
+  // Every exited child is reaped; only the build's own status is kept.
+  void reap();
+  bool done() const { return done_; }
+  // The build tool while it runs, to watch (0 once it has exited).
+  pid_t running_pid() const { return done_ ? 0 : pid_; }
+
+  // Ctrl-C or SIGTERM: the build gets a grace period to stop by itself.
+  // False if an abort is under way already (a second Ctrl-C: no more
+  // grace, the caller kills everything).
+  bool begin_abort(int sig, double now);
+  bool aborting() const { return abort_signal_ != 0; }
+  // The grace is over and everything has not been killed yet.
+  bool grace_over(double now) const { return aborting() && !killed_all_ && now >= abort_deadline_; }
+  // Sends `sig` to every process of the build, by cgroup and by tree.
+  void forward(int sig, const Confinement& cgroups) const;
+  // Kills everything memgate started, by cgroup and by process tree: after
+  // an abort no build process is left running.
+  void kill_everything(const Confinement& cgroups);
+
+  // What `run` exits with: the build's status as a shell gives it, 128 +
+  // the signal that aborted it, or why it could not start.
+  int exit_status() const;
+  // CPU time others took on the machine beside the build since it started
+  // (Counter::other_cpu_ms, for plan); none where it cannot be told.
+  std::optional<std::int64_t> other_cpu_ms() const;
+
+ private:
+  DeathGuard guard_;
+  int sigfd_ = -1;
+  pid_t pid_ = -1;
+  bool done_ = false;
+  int wait_status_ = 0;
+  int start_failure_ = 0;  // spawn_build's exit code when it could not start
+  int abort_signal_ = 0;
+  double abort_deadline_ = 0;
+  bool killed_all_ = false;
+  // The machine's busy CPU and our tree's CPU when the build started.
+  std::optional<double> machine_busy_at_start_;
+  double own_cpu_at_start_ = 0;
+};
 
 }  // namespace memgate

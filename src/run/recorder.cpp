@@ -64,9 +64,18 @@ void Recorder::observe(const JobFact& f) {
     if (l.frozen_since >= 0) l.frozen_s += std::max(0.0, f.t - l.frozen_since);
     l.frozen_since = -1;
   };
+  auto name = [&] {
+    l.key = f.key;
+    l.placement = f.placement;
+    l.engine = f.engine;
+  };
   switch (f.kind) {
-    case JobFact::Kind::submitted: l.submit_t = f.t; break;
+    case JobFact::Kind::submitted:
+      name();
+      l.submit_t = f.t;
+      break;
     case JobFact::Kind::started:
+      ++l.started;
       if (l.first_start_t < 0) {
         l.first_start_t = f.t;
         l.first_pred = f.pred;
@@ -76,19 +85,23 @@ void Recorder::observe(const JobFact& f) {
     case JobFact::Kind::frozen: l.frozen_since = f.t; break;
     case JobFact::Kind::thawed: thaw(); break;
     case JobFact::Kind::ended:
+      name();
       thaw();
       l.attempts.push_back(f.attempt);
       break;
-    case JobFact::Kind::left: l.wait_s += f.waited_s; break;
+    case JobFact::Kind::left:
+      name();
+      l.wait_s += f.waited_s;
+      break;
   }
 }
 
-JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double now) const {
+JobRecord Recorder::make_record(JobId id, const AttemptReport& a, double now) const {
   static const Ledger kNone;
-  auto it = ledgers_.find(g.id);
+  auto it = ledgers_.find(id);
   const Ledger& l = it == ledgers_.end() ? kNone : it->second;
   JobRecord r;
-  r.key = g.key;
+  r.key = l.key;
   r.argv_digest = argv_digest(a.argv);
   r.cwd = a.cwd;
   r.predicted = l.first_pred;
@@ -98,13 +111,12 @@ JobRecord Recorder::make_record(const GovJob& g, const AttemptReport& a, double 
   r.wait_s = l.wait_s;
   r.frozen_s = l.frozen_s;
   r.cpu_s = a.cpu_s;
-  r.peak_bytes = g.attempt_peak;
   for (const Attempt& at : l.attempts) r.peak_bytes = std::max(r.peak_bytes, at.peak_bytes);
   r.exit_status = a.exit_status;
-  r.attempts = g.attempts;
+  r.attempts = l.started;
   r.attempt_log = l.attempts;
-  r.where = g.where.placement;
-  r.engine = g.where.engine;
+  r.where = l.placement;
+  r.engine = l.engine;
   double wall = now - a.attempt_start;
   std::vector<MemSample> profile = a.profile;
   profile.push_back(MemSample{wall, 0});

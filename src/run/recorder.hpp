@@ -1,8 +1,10 @@
 // What a build leaves behind (ninja's BuildLog, for memgate): each job's
 // record as its attempts end, the build's memory over time, and at the end
 // the BuildRecord that history, the summary and the report files share.
-// A record's times, waits and attempts come from what the governor tells
-// as it happens (JobFact), not from fields the governor keeps for it.
+// Everything a record takes from the governor (the job's key and where it
+// ran, its times, waits, attempts and peaks) comes from what the governor
+// tells as it happens (JobFact): the recorder reads no GovJob, and the
+// governor keeps no field for it.
 // No processes and no I/O apart from publish(): tests feed it numbers.
 #pragma once
 
@@ -45,10 +47,11 @@ class Recorder {
   // What the governor tells of each job (Governor::on_fact).
   void observe(const JobFact& fact);
 
-  // The record of an attempt that ended at `now`. Killed attempts teach
+  // The record of job `id`'s attempt that ended at `now`, from what the
+  // governor told of it and what the runner saw. Killed attempts teach
   // the predictor too (what they reached is a floor), so every attempt
   // gets one; only a job's last goes into the build (finish()).
-  JobRecord make_record(const GovJob& job, const AttemptReport& attempt, double now) const;
+  JobRecord make_record(JobId id, const AttemptReport& attempt, double now) const;
   void finish(JobId id, JobRecord record);
   std::size_t finished_jobs() const { return jobs_.size(); }
   double finished_job_s() const { return finished_job_s_; }
@@ -78,6 +81,10 @@ class Recorder {
   std::map<JobId, int> index_of_;
   // One job's facts, until its record is finished.
   struct Ledger {
+    JobKey key;  // as last named (JobFact::named)
+    Placement placement = Placement::local;
+    std::string engine;
+    int started = 0;  // attempts
     double submit_t = 0;
     double first_start_t = -1;
     Prediction first_pred;  // what its first admission reserved for

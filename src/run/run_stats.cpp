@@ -1,9 +1,15 @@
 #include "run/run_stats.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/core.h>
+
+#include "util/atomic_file.hpp"
+#include "util/log.hpp"
 
 namespace memgate {
 
@@ -16,9 +22,9 @@ double quantile(std::vector<double> values, double q) {
   return values[i];
 }
 
-void RunStats::grant(double requested, double released, double now) {
+void RunStats::grant(double requested, double now) {
   waits_.push_back(std::max(0.0, now - requested));
-  reactions_.push_back(std::max(0.0, now - std::max(requested, released)));
+  reactions_.push_back(std::max(0.0, now - std::max(requested, last_release_)));
 }
 
 namespace {
@@ -36,6 +42,16 @@ std::string RunStats::json(double cpu_s, std::int64_t maxrss_kib, double wall_s,
                      "\n",
                      cpu_s, per_job_ms, maxrss_kib, wall_s, jobs, turns_, ms_fields("tick", ticks_),
                      ms_fields("tick_cpu", tick_cpus_), ms_fields("wait", waits_), ms_fields("reaction", reactions_));
+}
+
+void RunStats::write(double wall_s, std::int64_t jobs) const {
+  const char* path = std::getenv("MEMGATE_RUN_STATS");
+  if (!path || !*path) return;
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6; };
+  std::string text = json(secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss, wall_s, jobs);
+  if (auto st = write_file_atomically(path, text); !st) log::warn("MEMGATE_RUN_STATS: {}", st.error());
 }
 
 }  // namespace memgate

@@ -6,8 +6,8 @@
 // time the build's processes had the cores), and each grant's wait:
 // from the wrapper's request, and from the moment the grant became
 // possible (the later of the request and the last slot or memory given
-// back), which is memgate's own reaction time. Pure bookkeeping: the
-// runner feeds it durations from its clock.
+// back), which is memgate's own reaction time. Bookkeeping: the runner
+// feeds it durations from its clock, and write() alone does I/O.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +26,18 @@ class RunStats {
     tick_cpus_.push_back(cpu_seconds);
   }
   void loop_turn() { ++turns_; }
-  // A job was granted at `now`, requested at `requested`; `released` is
-  // when memgate last learned of a slot or memory given back.
-  void grant(double requested, double released, double now);
+  // A job gave back its slot and memory at `t`.
+  void released(double t) { last_release_ = t; }
+  // A job was granted at `now`, requested at `requested`; the reaction is
+  // counted from the later of that and the last release.
+  void grant(double requested, double now);
 
   // The JSON object: counts, and durations in milliseconds.
   std::string json(double cpu_s, std::int64_t maxrss_kib, double wall_s, std::int64_t jobs) const;
+  // With MEMGATE_RUN_STATS=FILE, the JSON with memgate's own CPU time and
+  // peak RSS (getrusage) to FILE, where the user's other files go; a
+  // failure is a warning.
+  void write(double wall_s, std::int64_t jobs) const;
 
  private:
   std::vector<double> ticks_;
@@ -39,6 +45,7 @@ class RunStats {
   std::vector<double> waits_;
   std::vector<double> reactions_;
   std::uint64_t turns_ = 0;
+  double last_release_ = 0;
 };
 
 }  // namespace memgate

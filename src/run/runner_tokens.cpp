@@ -1,6 +1,5 @@
-// The Runner's side of the jobserver (run/jobserver.hpp): serving it to
-// the build, telling the governor what its clients hold, and keeping as
-// many tokens on offer as the governor allows.
+#include "run/runner_tokens.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +11,6 @@
 #include <fmt/core.h>
 
 #include "platform/proc.hpp"
-#include "run/runner_impl.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
@@ -26,36 +24,33 @@ std::string env_or_empty(const char* name) {
 
 }  // namespace
 
-void Runner::serve_tokens(std::map<std::string, std::string>& env, std::vector<int>& fds) {
-  if (opt_.jobserver == "off" || !socket_dir_) return;
+std::string RunnerTokens::serve(const RunOptions& opt, const PrivateDir& dir, int slots,
+                                std::map<std::string, std::string>& env, std::vector<int>& fds) {
+  if (opt.jobserver == "off") return "";
   const std::string makeflags = env_or_empty("MAKEFLAGS");
-  if (opt_.jobserver != "always" &&
-      user_chose_parallelism(opt_.command, makeflags, env_or_empty("CARGO_MAKEFLAGS"))) {
+  if (opt.jobserver != "always" && user_chose_parallelism(opt.command, makeflags, env_or_empty("CARGO_MAKEFLAGS"))) {
     log::debug("jobserver not served: the build's parallelism is the user's (-j or an outer jobserver)");
-    return;
+    return "";
   }
-  auto pool = TokenPool::create(socket_dir_->fd(), socket_dir_->path());
+  auto pool = TokenPool::create(dir.fd(), dir.path());
   if (!pool) {
     log::warn("no jobserver for this build: {}", pool.error());
-    degraded_.push_back("no jobserver: " + pool.error());
-    return;
+    return pool.error();
   }
-  tokens_.emplace(std::move(*pool));
-  const JobserverForm form = opt_.jobserver_fifo ? JobserverForm::fifo : JobserverForm::pipe;
-  env["MAKEFLAGS"] = tokens_->makeflags(form, slots_, makeflags);
-  env["CARGO_MAKEFLAGS"] = tokens_->makeflags(form, slots_, "");
-  fds.push_back(tokens_->build_read_fd());
-  fds.push_back(tokens_->build_write_fd());
-  if (!opt_.jobserver_log.empty()) {
-    tokens_log_ = std::fopen(opt_.jobserver_log.c_str(), "we");
-    if (!tokens_log_) log::warn("cannot write the jobserver log {}", opt_.jobserver_log);
+  pool_.emplace(std::move(*pool));
+  const JobserverForm form = opt.jobserver_fifo ? JobserverForm::fifo : JobserverForm::pipe;
+  env["MAKEFLAGS"] = pool_->makeflags(form, slots, makeflags);
+  env["CARGO_MAKEFLAGS"] = pool_->makeflags(form, slots, "");
+  fds.push_back(pool_->build_read_fd());
+  fds.push_back(pool_->build_write_fd());
+  if (!opt.jobserver_log.empty()) {
+    log_ = std::fopen(opt.jobserver_log.c_str(), "we");
+    if (!log_) log::warn("cannot write the jobserver log {}", opt.jobserver_log);
   }
-  offer_tokens(now());
+  return "";
 }
 
-// The processes below memgate that have the fifo open, with their
-// children and threads (see LeakWatch).
-std::vector<TokenOpener> Runner::token_openers() const {
+std::vector<TokenOpener> RunnerTokens::openers() const {
   std::vector<platform::ProcInfo> all = platform::read_all_processes();
   std::vector<TokenOpener> out;
   const pid_t self = ::getpid();
@@ -67,7 +62,7 @@ std::vector<TokenOpener> Runner::token_openers() const {
       while (dirent* e = ::readdir(d)) {
         struct stat st {};
         if (e->d_name[0] == '.' || ::stat((proc + "/fd/" + e->d_name).c_str(), &st) != 0) continue;
-        if (S_ISFIFO(st.st_mode) && tokens_->is_fifo(st.st_dev, st.st_ino)) {
+        if (S_ISFIFO(st.st_mode) && pool_->is_fifo(st.st_dev, st.st_ino)) {
           opened = true;
           break;
         }
@@ -87,33 +82,37 @@ std::vector<TokenOpener> Runner::token_openers() const {
   return out;
 }
 
-void Runner::tell_tokens(double t) {
-  if (!tokens_) return;
-  int held = tokens_->held();
+void RunnerTokens::tell(Governor& gov, double t) {
+  if (!pool_) return;
+  int held = pool_->held();
   if (held > 0 && t >= next_leak_scan_) {
     next_leak_scan_ = t + 0.25;
-    if (int n = token_leaks_.observe(held, tokens_holdable(token_openers()), t); n > 0) {
-      tokens_->reclaim(n);
-      tokens_reclaimed_ += n;
+    if (int n = leaks_.observe(held, tokens_holdable(openers()), t); n > 0) {
+      pool_->reclaim(n);
+      reclaimed_ += n;
       log::info("jobserver: {} token(s) held by exited clients reclaimed", n);
-      held = tokens_->held();
+      held = pool_->held();
     }
   }
-  tokens_max_held_ = std::max(tokens_max_held_, held);
-  tokens_told_held_ = held;
-  gov_->set_jobserver(held, tokens_->client_seen());
+  told_held_ = held;
+  gov.set_jobserver(held, pool_->client_seen());
 }
 
-void Runner::offer_tokens(double t) {
-  if (!tokens_) return;
-  int waiting = tokens_->offer(gov_->tokens_to_offer(view_, t), tokens_told_held_);
-  int held = tokens_->held();
-  if (tokens_log_ && (held != tokens_logged_held_ || waiting != tokens_logged_waiting_)) {
-    std::fprintf(tokens_log_, "%.3f held %d waiting %d reclaimed %d\n", t, held, waiting, tokens_reclaimed_);
-    std::fflush(tokens_log_);
+void RunnerTokens::offer(const Governor& gov, const MemoryView& view, double t) {
+  if (!pool_) return;
+  int waiting = pool_->offer(gov.tokens_to_offer(view, t), told_held_);
+  int held = pool_->held();
+  if (log_ && (held != logged_held_ || waiting != logged_waiting_)) {
+    std::fprintf(log_, "%.3f held %d waiting %d reclaimed %d\n", t, held, waiting, reclaimed_);
+    std::fflush(log_);
   }
-  tokens_logged_held_ = held;
-  tokens_logged_waiting_ = waiting;
+  logged_held_ = held;
+  logged_waiting_ = waiting;
+}
+
+void RunnerTokens::close() {
+  pool_.reset();
+  if (log_) std::fclose(log_), log_ = nullptr;
 }
 
 }  // namespace memgate

@@ -215,4 +215,28 @@ std::vector<std::string> UngatedTracker::summary_lines(std::size_t max_lines) co
   return out;
 }
 
+bool UngatedScan::due(double t) {
+  if (t < next_scan_) return false;
+  next_scan_ = t + kScan_s;
+  return true;
+}
+
+void UngatedScan::scan(std::vector<pid_t> build, const std::vector<pid_t>& known, double t) {
+  const std::uint64_t scan = ++scans_;
+  std::unordered_map<pid_t, std::uint64_t> still_waiting;
+  std::erase_if(build, [&](pid_t p) {
+    auto it = waiting_wrappers_.find(p);
+    if (it == waiting_wrappers_.end() || scan - it->second >= kWrapperRecheck) return false;
+    still_waiting.emplace(p, it->second);
+    return true;
+  });
+  std::vector<pid_t> wrappers;
+  auto found = find_ungated(build, known, proc_root_, &wrappers);
+  for (pid_t p : wrappers) still_waiting[p] = scan;
+  waiting_wrappers_ = std::move(still_waiting);  // the gone ones drop out
+  if (gated_nothing_)
+    for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
+  tracker_.observe(found, t);
+}
+
 }  // namespace memgate

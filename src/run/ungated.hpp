@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,44 @@ class UngatedTracker {
   std::vector<Entry> entries_;
   Bytes peak_together_ = 0;
   std::map<std::pair<pid_t, std::uint64_t>, std::size_t> index_;
+};
+
+// The runner's scan for compilers that escaped the gate, every 0.5 s:
+// the build's processes outside every job's cgroup, less the wrappers
+// still connected (their socket is close-on-exec: a wrapper that exec'd
+// anything would have hung up) and their children (a granted job's
+// program on its way into its cgroup), are read from /proc. So a scan
+// reads the build tool's own processes, not every waiting wrapper nor
+// every running job: its cost does not grow with the build.
+class UngatedScan {
+ public:
+  explicit UngatedScan(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
+  // Whether a scan is due at `t`; if so, the next one is after kScan_s.
+  bool due(double t);
+  // memgate's parts could not be handed on: every compiler is ungated,
+  // and each found says so.
+  void gated_nothing() { gated_nothing_ = true; }
+  // One scan at `t`: `build` the processes of the build outside the jobs'
+  // cgroups, `known` those known to be gated (find_ungated's job_pids).
+  void scan(std::vector<pid_t> build, const std::vector<pid_t>& known, double t);
+  const UngatedTracker& found() const { return tracker_; }
+
+  static constexpr double kScan_s = 0.5;
+  // A wrapper read as waiting to connect is read again this many scans
+  // later, not every scan: past the open-file limit thousands may wait,
+  // and reading each every 0.5 s was most of a scan. Every new pid is read
+  // at once, and a wrapper that gave up and ran its compiler (keeping its
+  // pid) is seen within this many scans.
+  static constexpr std::uint64_t kWrapperRecheck = 4;
+
+ private:
+  std::string proc_root_;
+  UngatedTracker tracker_;
+  bool gated_nothing_ = false;
+  double next_scan_ = 0;
+  // Wrappers waiting to connect, by pid: the scan they were last read in.
+  std::unordered_map<pid_t, std::uint64_t> waiting_wrappers_;
+  std::uint64_t scans_ = 0;
 };
 
 }  // namespace memgate

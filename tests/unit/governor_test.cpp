@@ -42,7 +42,7 @@ struct Fixture {
     return *gov;
   }
   // The job's record as the runner would make it at `now`.
-  JobRecord record(JobId id, double now) { return rec.make_record(g().job(id), AttemptReport{}, now); }
+  JobRecord record(JobId id, double now) { return rec.make_record(id, AttemptReport{}, now); }
   // A job with a known prediction (from its own history); cold jobs:
   // submit_cold below.
   JobId submit(const std::string& id, Bytes peak, double wall = 0, int weight = 1, double t = 0) {
@@ -99,7 +99,7 @@ TEST(Governor, AdmitsOnlyWhatPredictedMemoryAllows) {
   JobId a = f.submit("a", 1 * GiB), b = f.submit("b", 1 * GiB), c = f.submit("c", 1 * GiB);
   Decisions d = f.g().step(used(0), 0);
   EXPECT_EQ(d.admit, (std::vector<JobId>{a, b}));
-  EXPECT_TRUE(f.g().job(c).blocked_by_memory);
+  EXPECT_TRUE(f.g().job(c).queue.blocked_by_memory);
   EXPECT_EQ(f.g().counts().waiting_memory, 1);
   EXPECT_EQ(f.g().counters().at(Counter::waited_for_memory), 1);
   f.g().exited(a, ExitKind::finished, 0, 1);
@@ -112,8 +112,8 @@ TEST(Governor, AdmitsOnlyWhatCpuSlotsAllow) {
   JobId a = f.submit("a", 1 * GiB), b = f.submit("b", 1 * GiB), c = f.submit("c", 1 * GiB);
   Decisions d = f.g().step(used(0), 0);
   EXPECT_EQ(d.admit, (std::vector<JobId>{a, b}));
-  EXPECT_TRUE(f.g().job(c).blocked_by_cpu);
-  EXPECT_FALSE(f.g().job(c).blocked_by_memory);
+  EXPECT_TRUE(f.g().job(c).queue.blocked_by_cpu);
+  EXPECT_FALSE(f.g().job(c).queue.blocked_by_memory);
 }
 
 TEST(Governor, CpuWeightCountsSlotsAndIsCappedAtAllSlots) {
@@ -123,7 +123,7 @@ TEST(Governor, CpuWeightCountsSlotsAndIsCappedAtAllSlots) {
   JobId wide2 = f.submit("nvcc2", 1 * GiB, 0, 2);
   Decisions d = f.g().step(used(0), 0);
   EXPECT_EQ(d.admit, (std::vector<JobId>{wide, narrow}));
-  EXPECT_TRUE(f.g().job(wide2).blocked_by_cpu);
+  EXPECT_TRUE(f.g().job(wide2).queue.blocked_by_cpu);
   // A job wider than the machine still runs, taking every slot.
   Fixture g(100 * GiB, 2);
   JobId huge = g.submit("huge", 1 * GiB, 0, 8);
@@ -157,7 +157,7 @@ TEST(Governor, LongestPredictedJobsStartFirst) {
   JobId m = f.submit("mid", 1 * GiB, 50);
   Decisions d = f.g().step(used(0), 0);
   EXPECT_EQ(d.admit, (std::vector<JobId>{l, m}));
-  EXPECT_TRUE(f.g().job(s).blocked_by_cpu);
+  EXPECT_TRUE(f.g().job(s).queue.blocked_by_cpu);
 }
 
 TEST(Governor, SmallerJobsBackfillMemoryTheHeadCannotUse) {
@@ -167,7 +167,7 @@ TEST(Governor, SmallerJobsBackfillMemoryTheHeadCannotUse) {
   JobId c = f.submit("c", 512 * MiB, 10);
   Decisions d = f.g().step(used(0), 0);
   EXPECT_EQ(d.admit, (std::vector<JobId>{a, c}));
-  EXPECT_TRUE(f.g().job(b).blocked_by_memory);
+  EXPECT_TRUE(f.g().job(b).queue.blocked_by_memory);
 }
 
 // Longest-first backfills without looking ahead, so a head that has
@@ -284,7 +284,7 @@ TEST(GovernorPacking, AJobThatWouldDelayTheLongOneWaitsAndAHeavyShortOneGoes) {
   Packing f(AdmissionPolicy::packing, 0.3);
   Decisions d = f.g().step(used(0), 1);
   EXPECT_EQ(d.admit, std::vector<JobId>{f.h});
-  EXPECT_TRUE(f.g().job(f.a).blocked_by_memory);
+  EXPECT_TRUE(f.g().job(f.a).queue.blocked_by_memory);
   f.g().exited(f.h, ExitKind::finished, 0, 21);
   EXPECT_TRUE(f.g().step(used(0), 21).admit.empty()) << "A still waits for L";
   f.g().exited(f.r, ExitKind::finished, 0, 100);
@@ -307,7 +307,7 @@ TEST(GovernorPacking, WithoutDurationsItIsLongestFirst) {
     JobId b = f.submit("b", 2 * GiB);
     JobId c = f.submit("c", 512 * MiB);
     EXPECT_EQ(f.g().step(used(0), 0).admit, (std::vector<JobId>{a, c})) << name(policy);
-    EXPECT_TRUE(f.g().job(b).blocked_by_memory);
+    EXPECT_TRUE(f.g().job(b).queue.blocked_by_memory);
   }
 }
 
@@ -845,7 +845,7 @@ TEST(ColdAdmission, AWaitingJobStartsOnItsRunningSiblingsLivePeak) {
   f.g().sample(a, 1 * GiB, 1 * GiB, 2);
   ASSERT_EQ(f.g().step(used(1 * GiB), 2).admit, std::vector<JobId>{b});
   const GovJob& jb = f.g().job(b);
-  EXPECT_TRUE(jb.speculative);
+  EXPECT_TRUE(jb.queue.speculative);
   EXPECT_EQ(jb.pred.peak, 3 * GiB / 2);  // A's 1 GiB so far, x1.5 while it still rises
   EXPECT_EQ(f.record(b, 2).predicted.source, PredictionSource::build);
 }
@@ -882,7 +882,7 @@ TEST(ColdAdmission, OnlyColdJobsOfTheSameKlassUseIt) {
   ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 1 * GiB, 1 * GiB, 3);
   EXPECT_TRUE(f.g().step(used(1 * GiB), 3).admit.empty());
-  for (JobId id : {other, known, similar}) EXPECT_FALSE(f.g().job(id).speculative);
+  for (JobId id : {other, known, similar}) EXPECT_FALSE(f.g().job(id).queue.speculative);
 }
 
 // A klass-wide guess from one heavy job (the class's 0.9 quantile) is cold too.

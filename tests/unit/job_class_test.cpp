@@ -82,6 +82,22 @@ TEST(JobClass, AnEngineIsWrittenInFrontOnce) {
   EXPECT_EQ(with_engine(bare, "distcc").identity, "distcc>a");
 }
 
+// What an identity shows of the machine it was made on: its words, path
+// components one by one, and whether any part is an absolute path.
+TEST(JobClass, AnIdentityTellsItsWordsAndAbsolutePaths) {
+  JobIdentity id = parse_job_identity("distcc>nvcc:compile:src/k.cu+2->obj/k.o#ab12[sm_80,sm_90]");
+  EXPECT_EQ(id.words(), (std::vector<std::string>{"distcc", "nvcc", "compile", "src", "k.cu+2", "obj", "k.o", "ab12",
+                                                  "sm_80", "sm_90"}));
+  EXPECT_FALSE(id.names_absolute_path());
+  EXPECT_TRUE(parse_job_identity("c++:compile:/abs/a.cpp->a.o").names_absolute_path());
+  EXPECT_TRUE(parse_job_identity("c++:link->/usr/lib/x.so").names_absolute_path());
+  EXPECT_TRUE(parse_job_identity("/usr/bin/cc:compile:a.c").names_absolute_path());
+  EXPECT_TRUE(parse_job_identity("cc:compile:a.c+/abs/b.c").names_absolute_path());
+  // A word behind a marker inside a part is a word too.
+  EXPECT_EQ(parse_job_identity("c++:link->x:alice").words(), (std::vector<std::string>{"c++", "link", "x", "alice"}));
+  EXPECT_TRUE(parse_job_identity("").words().empty());
+}
+
 TEST(ClassifyBuild, ConfigureRelinkEmptyAndBuild) {
   auto jobs = [](std::initializer_list<const char*> klasses) {
     std::vector<JobRecord> out;

@@ -186,6 +186,9 @@ TEST(Profiles, IdentitiesNamingPathsOrPeopleStayHome) {
   EXPECT_FALSE(is_portable("c++:compile:src/a.cpp->home/alice/a.o", words));
   EXPECT_FALSE(is_portable("c++:compile:src/a.cpp->users/x/a.o", words));
   EXPECT_TRUE(is_portable("c++:compile:src/alicexyz.cpp->alicexyz.o", words));
+  EXPECT_FALSE(is_portable("c++:link->alice", words));
+  EXPECT_FALSE(is_portable("nvcc:compile:src/k.cu->k.o[alice]", words));
+  EXPECT_TRUE(is_portable("c++:link->app", {""})) << "an empty private word matches nothing";
 }
 
 TEST(Profiles, FilesAreWrittenWholeAndReadBounded) {

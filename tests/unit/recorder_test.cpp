@@ -10,20 +10,18 @@ namespace {
 
 // A g++ job submitted at 1 s, admitted at 2 s on a prediction from
 // similar jobs, run once until 12 s: as the governor tells it.
-GovJob finished_job(Recorder& rec, Bytes peak) {
+JobId finished_job(Recorder& rec, Bytes peak) {
   GovJob g;
   g.id = 7;
   g.key.identity = "obj/a.o";
   g.key.tool = "g++";
-  g.attempts = 1;
-  g.attempt_peak = peak;
   Prediction first;
   first.peak = 512 * MiB;
   first.source = PredictionSource::similar;
-  rec.observe(JobFact::of(JobFact::Kind::submitted, 7, 1));
+  rec.observe(JobFact::of(JobFact::Kind::submitted, 7, 1).named(g));
   rec.observe(JobFact::of(JobFact::Kind::started, 7, 2, 1, first));
-  rec.observe(JobFact::of(JobFact::Kind::ended, 7, 12, 0, {}, Attempt{2, 12, Outcome::ok, peak}));
-  return g;
+  rec.observe(JobFact::of(JobFact::Kind::ended, 7, 12, 0, {}, Attempt{2, 12, Outcome::ok, peak}).named(g));
+  return g.id;
 }
 
 // Memory rises to `peak` at 2 s into the attempt, stays until 4 s, then
@@ -76,11 +74,7 @@ TEST(Recorder, RecordAddsUpTheGovernorsFacts) {
   rec.observe(JobFact::of(JobFact::Kind::started, 3, 6, 2, second));
   rec.observe(JobFact::of(JobFact::Kind::frozen, 3, 7));
   rec.observe(JobFact::of(JobFact::Kind::ended, 3, 8.5, 0, {}, Attempt{6, 8.5, Outcome::ok, 900 * MiB, 1}));
-  GovJob g;
-  g.id = 3;
-  g.attempts = 2;
-  g.attempt_peak = 900 * MiB;
-  JobRecord r = rec.make_record(g, AttemptReport{}, 8.5);
+  JobRecord r = rec.make_record(3, AttemptReport{}, 8.5);
   EXPECT_DOUBLE_EQ(r.submit_s, 0);
   EXPECT_DOUBLE_EQ(r.start_s, 1) << "the first admission";
   EXPECT_EQ(r.predicted.peak, 1 * GiB) << "what the first admission reserved for";
@@ -92,13 +86,35 @@ TEST(Recorder, RecordAddsUpTheGovernorsFacts) {
   EXPECT_EQ(r.attempts, 2);
 }
 
+// The key and place a record names are the governor's at the attempt's
+// end: a job its engine gave back is recorded as the local compile it was.
+TEST(Recorder, RecordNamesTheJobAsTheGovernorLastToldIt) {
+  Recorder rec("/src", "make", 1000);
+  GovJob g;
+  g.id = 4;
+  g.key.identity = "distcc>g++:compile:a.cpp->a.o";
+  g.where.placement = Placement::remote;
+  g.where.engine = "distcc";
+  rec.observe(JobFact::of(JobFact::Kind::submitted, 4, 0).named(g));
+  rec.observe(JobFact::of(JobFact::Kind::started, 4, 1, 1));
+  g.key.identity = "g++:compile:a.cpp->a.o";
+  g.where.placement = Placement::local;
+  rec.observe(JobFact::of(JobFact::Kind::ended, 4, 3, 0, {}, Attempt{1, 3, Outcome::ok, 300 * MiB}).named(g));
+  JobRecord r = rec.make_record(4, AttemptReport{}, 3);
+  EXPECT_EQ(r.key.identity, "g++:compile:a.cpp->a.o");
+  EXPECT_EQ(r.where, Placement::local);
+  EXPECT_EQ(r.engine, "distcc") << "who gave it back";
+  EXPECT_EQ(r.peak_bytes, 300 * MiB);
+  EXPECT_EQ(r.attempts, 1);
+}
+
 TEST(Recorder, BuildRecordMapsEventsToJobsAndKeepsOvershoots) {
   Recorder rec("/src", "make -j8", 1000);
   rec.sample_memory(0.5, 100 * MiB);
   rec.sample_memory(1.5, 900 * MiB);
   rec.sample_memory(2.5, 300 * MiB);
-  GovJob g = finished_job(rec, GiB);
-  rec.finish(7, rec.make_record(g, nvcc_like_attempt(GiB), 12));
+  JobId id = finished_job(rec, GiB);
+  rec.finish(id, rec.make_record(id, nvcc_like_attempt(GiB), 12));
 
   Recorder::Totals t;
   t.end_unix = 1020;

@@ -8,6 +8,8 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "run/runner_impl.hpp"
 #include "support/runner_fakes.hpp"
@@ -64,8 +66,12 @@ class RunnerStepsTest : public ::testing::Test {
   void message(ConnId conn, const Message& m) { r_.on_message(conn, m); end_turn(); }
   void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
   void tick() { r_.tick(); end_turn(); }
-  void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
-  ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
+  void end_turn() { if (r_.pace_.take_scheduled()) r_.schedule_now(); }
+  ConnectedJob& connected(ConnId conn) {
+    ConnectedJob* job = r_.live_.find(conn);
+    if (!job) throw std::out_of_range("no job on connection " + std::to_string(conn));
+    return *job;
+  }
   JobId job_of(ConnId conn) { return connected(conn).id; }
   Governor& gov() { return *r_.gov_; }
   const GovJob& gov_job(ConnId conn) { return gov().job(job_of(conn)); }
@@ -206,8 +212,8 @@ TEST_F(RunnerStepsTest, TheTickMeasuresJobsAndTheBuild) {
   os(1).mem = JobMemory{300 * MiB, 400 * MiB};
   ports_->view.build_used = 350 * MiB;
   tick();
-  EXPECT_EQ(gov_job(1).current, 300 * MiB);
-  EXPECT_EQ(gov_job(1).attempt_peak, 400 * MiB);
+  EXPECT_EQ(gov_job(1).run.current, 300 * MiB);
+  EXPECT_EQ(gov_job(1).run.attempt_peak, 400 * MiB);
   EXPECT_EQ(recorded_peak(), 350 * MiB);
   EXPECT_EQ(connected(1).profile.back().bytes, 300 * MiB);
   EXPECT_EQ(ports_->idle_drops, 2);
@@ -272,7 +278,7 @@ TEST_F(RunnerStepsTest, AJobKilledUnderPressureIsRerunAndItsCpuCounted) {
   message(2, exited(SIGKILL, 0.1));
   EXPECT_TRUE(last<VerdictMsg>(2).rerun);
   EXPECT_EQ(gov_job(2).state, JobState::waiting);
-  EXPECT_EQ(gov_job(2).requeues, 1);
+  EXPECT_EQ(gov_job(2).queue.requeues, 1);
   EXPECT_FALSE(connected(2).killed_by_us) << "the next attempt starts clean";
   EXPECT_EQ(finished(), 0u) << "only a job's last attempt goes into the build";
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,40 @@ TEST_F(UngatedTest, AWaitingWrapperIsListedAndOneThatRanItsCompilerIsFound) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].pid, 151);
   EXPECT_EQ(found[0].how, "its wrapper could not reach the governor and ran it ungated");
+}
+
+// The runner's scan (UngatedScan): a waiting wrapper is read again only
+// every kWrapperRecheck scans, so one that gave up and ran its compiler
+// under the same pid is found within that many.
+TEST_F(UngatedTest, TheScanRereadsAWaitingWrapperOnlyNowAndThen) {
+  process(100, "make", 'S', 1, 2000, {"make"}, kGated, "/usr/bin/make");
+  process(150, "g++", 'S', 100, 2000, {"g++", "-c", "f.cpp"}, kGated, "/opt/mg/libexec/memgate/memgate-wrap");
+  UngatedScan scan(proc_);
+  EXPECT_TRUE(scan.due(0));
+  EXPECT_FALSE(scan.due(0.4));
+  EXPECT_TRUE(scan.due(0.5));
+  scan.scan({100, 150}, {}, 0);
+  EXPECT_EQ(scan.found().count(), 0u);
+  std::filesystem::remove_all(proc_ + "/150");
+  process(150, "g++", 'R', 100, 3000, {"g++", "-c", "f.cpp"}, {std::string("MEMGATE_JOB=") + kJobFailOpen},
+          "/usr/bin/g++-12");
+  for (std::uint64_t i = 1; i < UngatedScan::kWrapperRecheck; ++i) {
+    scan.scan({100, 150}, {}, static_cast<double>(i));
+    EXPECT_EQ(scan.found().count(), 0u) << "scan " << i << " read the waiting wrapper again";
+  }
+  scan.scan({100, 150}, {}, 9);
+  ASSERT_EQ(scan.found().count(), 1u);
+  EXPECT_EQ(scan.found().entries()[0].process.pid, 150);
+}
+
+TEST_F(UngatedTest, WhenMemgateGatedNothingTheScanSaysSo) {
+  process(100, "make", 'S', 1, 2000, {"make"}, kGated, "/usr/bin/make");
+  process(140, "g++", 'R', 100, 3000, {"g++", "-c", "e.cpp"}, kNoPreload, "/usr/bin/g++-12");
+  UngatedScan scan(proc_);
+  scan.gated_nothing();
+  scan.scan({100, 140}, {}, 0);
+  ASSERT_EQ(scan.found().count(), 1u);
+  EXPECT_EQ(scan.found().entries()[0].process.how, "memgate gated no compiler in this run (see degraded:)");
 }
 
 TEST_F(UngatedTest, AStaticCompilerIsNamedByItsExecutable) {

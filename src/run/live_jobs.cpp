@@ -1,0 +1,77 @@
+#include "run/live_jobs.hpp"
+
+#include "predict/profile.hpp"
+
+namespace memgate {
+
+void ConnectedJob::begin_attempt(double now) {
+  attempt_start = now;
+  next_sample_t = -1;
+  profile.clear();
+  profile.push_back(MemSample{0, 0});
+}
+
+void ConnectedJob::end_attempt() {
+  exec->end_attempt();
+  killed_by_us = false;
+  cpu_at_kill_s = 0;
+  current = 0;
+}
+
+void ConnectedJob::add_sample(double t, Bytes bytes) {
+  if (profile.size() >= kMaxSamples) profile = downsample_profile(profile, kMaxSamples / 2);
+  profile.push_back(MemSample{t - attempt_start, bytes});
+}
+
+ConnectedJob* LiveJobs::find(ConnId conn) {
+  auto it = by_conn_.find(conn);
+  return it == by_conn_.end() ? nullptr : &it->second;
+}
+
+ConnectedJob* LiveJobs::by_job(JobId id) {
+  auto it = conn_of_.find(id);
+  return it == conn_of_.end() ? nullptr : find(it->second);
+}
+
+void LiveJobs::add(ConnectedJob job) {
+  conn_of_[job.id] = job.conn;
+  const ConnId conn = job.conn;
+  by_conn_.emplace(conn, std::move(job));
+}
+
+void LiveJobs::erase(ConnId conn) {
+  auto it = by_conn_.find(conn);
+  if (it == by_conn_.end()) return;
+  conn_of_.erase(it->second.id);
+  by_conn_.erase(it);
+}
+
+void LiveJobs::sample(Governor& gov, const MemoryView& view, double t) {
+  const Bytes limit = gov.effective_limit(view);
+  const bool dense = limit <= 0 || static_cast<double>(view.build_used) >= kDenseAbove * static_cast<double>(limit);
+  for (JobId id : gov.active_jobs()) {
+    ConnectedJob* jp = by_job(id);
+    if (!jp || jp->done) continue;
+    ConnectedJob& job = *jp;
+    if (!dense) {
+      if (t < job.next_sample_t) continue;
+      // Its first such read sets its phase (by job id): a wave of jobs
+      // started together is not read in the same tick ever after.
+      job.next_sample_t = job.next_sample_t < 0 ? t + kRoomySample_s * static_cast<double>(job.id % 5) / 5.0
+                                                : t + kRoomySample_s;
+    }
+    JobMemory m = job.exec->sample(Sampling::quick);
+    job.current = m.current;
+    gov.sample(job.id, m.current, m.peak, t, m.cpu_s);
+    job.add_sample(t, m.current);
+  }
+}
+
+Bytes LiveJobs::current(const std::vector<JobId>& ids) {
+  Bytes sum = 0;
+  for (JobId id : ids)
+    if (const ConnectedJob* job = by_job(id)) sum += job->current;
+  return sum;
+}
+
+}  // namespace memgate
