@@ -1,6 +1,5 @@
 #include "predict/predictor.hpp"
 
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -8,43 +7,10 @@
 
 #include "core/job_class.hpp"
 #include "predict/envelope.hpp"
+#include "predict/stem_trie.hpp"
 
 namespace memgate {
 namespace {
-
-struct Stats {
-  double peak_w = 0;
-  double wall_s = 0;
-  double cpu_s = 0;
-  double peak_over_frac = 1.0;
-  double after_w = 0;
-  std::size_t n = 0;
-  bool in_build = false;
-  bool only_profiles = false;  // no run seen here among them: a guess from elsewhere
-};
-
-// Nearest rank, rounding up, so that small groups lean high.
-double quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size() - 1)));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
-std::vector<std::string> stem_tokens(const std::string& stem) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : stem) {
-    if (std::isalnum(static_cast<unsigned char>(c))) {
-      cur += c;
-    } else if (!cur.empty()) {
-      out.push_back(std::move(cur));
-      cur.clear();
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
-  return out;
-}
 
 bool ends_killed(const JobRecord& job) {
   if (job.attempt_log.empty()) return false;
@@ -74,107 +40,7 @@ double last_attempt_s(const JobRecord& job) {
 // The key rungs 2 and 3 share: "" for a job without a main source.
 std::string source_key_of(const std::string& identity) { return source_key(parse_job_identity(identity)).str(); }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
-
-// What one identity contributes to the similarity groups: its latest
-// complete run (or its profile), peaks per unit of CPU weight.
-struct Predictor::Entry {
-  double peak_w = 0;
-  double wall_s = 0;
-  double cpu_s = 0;
-  double peak_over_frac = 1.0;
-  double after_w = 0;
-  bool in_build = false;
-  bool profile = false;  // from a profile (imported, prior), not a run seen here
-};
-
-// A trie over stem tokens; every node holds the entries of all jobs below it,
-// so the root is the whole klass (or family).
-struct Predictor::Node {
-  std::unordered_map<int, Entry> entries;  // by interned identity
-  std::unordered_map<std::string, std::unique_ptr<Node>> children;
-  mutable std::optional<Stats> cache;
-  mutable std::size_t stale = 0;  // entries put since the cache was worked out
-
-  // A group's statistics are quantiles over all its entries, so working
-  // them out after every finished job made a build of N similar jobs cost
-  // N^2: a group of more than kExactBelow entries is worked out again once
-  // the entries put since number a sixteenth of it (one more in thousands
-  // moves no quantile), or when one changes what kind of group it is.
-  static constexpr std::size_t kExactBelow = 64;
-  void put(int id, const Entry& e) {
-    entries[id] = e;
-    ++stale;
-    const bool new_kind = cache && ((!e.profile && cache->only_profiles) || (e.in_build && !cache->in_build));
-    if (new_kind || entries.size() < kExactBelow || stale * 16 >= entries.size()) cache.reset();
-  }
-
-  const Stats& stats(double q) const {
-    if (cache) return *cache;
-    stale = 0;
-    std::vector<double> peaks, walls, cpus, pofs, afters;
-    Stats s;
-    // Runs seen here (history, this build) outweigh every profile: a
-    // prior names jobs like these, the runs measured them.
-    s.only_profiles = std::all_of(entries.begin(), entries.end(), [](const auto& kv) { return kv.second.profile; });
-    for (const auto& [id, e] : entries) {
-      if (e.profile && !s.only_profiles) continue;
-      peaks.push_back(e.peak_w);
-      if (e.wall_s > 0) walls.push_back(e.wall_s);
-      if (e.cpu_s > 0) cpus.push_back(e.cpu_s);
-      pofs.push_back(e.peak_over_frac);
-      afters.push_back(e.after_w);
-      s.in_build = s.in_build || e.in_build;
-    }
-    s.n = peaks.size();
-    s.peak_w = quantile(peaks, q);
-    s.wall_s = median_of(walls);
-    s.cpu_s = median_of(cpus);
-    s.peak_over_frac = quantile(pofs, q);
-    s.after_w = quantile(afters, q);
-    cache = s;
-    return *cache;
-  }
-
-  bool has_runs() const {
-    return std::any_of(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second.profile; });
-  }
-
-  // Tokens every known job of the group shares, once it has this many,
-  // are the project's prefix (flash_, fa_flash_, libfoo_): however many
-  // there are, they count as one token of the depth two stems must share,
-  // so a two-token prefix does not make every pair of jobs alike. With
-  // fewer jobs, a shared prefix is all there is to go by.
-  static constexpr std::size_t kSharedPrefixJobs = 4;
-
-  // The deepest node along `tokens` that has entries (with `runs`: runs
-  // seen here, not only profiles), and its depth.
-  std::pair<const Node*, int> deepest(const std::vector<std::string>& tokens, bool runs) const {
-    const Node* n = this;
-    const Node* best = this;
-    int depth = 0, best_depth = 0;
-    bool in_prefix = false;
-    for (const auto& t : tokens) {
-      auto it = n->children.find(t);
-      if (it == n->children.end() || it->second->entries.empty()) break;
-      n = it->second.get();
-      const bool shared = entries.size() >= kSharedPrefixJobs && n->entries.size() == entries.size();
-      if (!(shared && in_prefix)) ++depth;
-      in_prefix = shared;
-      if (!runs || n->has_runs()) {
-        best = n;
-        best_depth = depth;
-      }
-    }
-    return {best, best_depth};
-  }
-};
 
 Prediction default_prediction(const JobKey& key) {
   Prediction p;
@@ -233,7 +99,7 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   if (job.key.tu_bytes > 0) {
     size_ratios_[job.key.klass].push_back(static_cast<double>(r.peak) / w / static_cast<double>(job.key.tu_bytes));
   }
-  index(job.key, Entry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
+  index(job.key, StemEntry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
                        static_cast<double>(r.after_peak) / w, in_build},
         /*at_root=*/true);
 }
@@ -248,25 +114,25 @@ void Predictor::add_profile(const JobProfile& p) {
   // Below the root only: a profile tells what jobs with a stem like its
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
   // kernels), not what every job of its klass needs.
-  index(p.key, Entry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
+  index(p.key, StemEntry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
                      static_cast<double>(p.after_peak) / w, false, /*profile=*/true},
         /*at_root=*/false);
 }
 
 // The identity's entry in its klass's and family's tries, at every depth
 // of its stem.
-void Predictor::index(const JobKey& key, const Entry& e, bool at_root) {
+void Predictor::index(const JobKey& key, const StemEntry& e, bool at_root) {
   const int id = intern(key.identity);
   const auto tokens = stem_tokens(key.stem);
   for (auto* groups : {&by_klass_, &by_family_}) {
     const std::string name = groups == &by_klass_ ? key.klass : klass_family(key.klass);
     auto& root = (*groups)[name];
-    if (!root) root = std::make_unique<Node>();
-    Node* n = root.get();
+    if (!root) root = std::make_unique<StemTrie>();
+    StemTrie* n = root.get();
     if (at_root) n->put(id, e);
     for (const auto& t : tokens) {
       auto& child = n->children[t];
-      if (!child) child = std::make_unique<Node>();
+      if (!child) child = std::make_unique<StemTrie>();
       n = child.get();
       n->put(id, e);
     }
@@ -323,7 +189,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
   const auto tokens = stem_tokens(key.stem);
   const int need = std::max(1, std::min(config_.min_similar_depth, static_cast<int>(tokens.size())));
   const int weight = std::max(1, key.cpu_weight);
-  auto make = [&](const Stats& s, PredictionSource source, double confidence, double peak_w) {
+  auto make = [&](const GroupStats& s, PredictionSource source, double confidence, double peak_w) {
     Prediction p;
     p.peak = to_bytes(peak_w * weight);
     p.wall_s = s.wall_s;
@@ -334,8 +200,8 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
     p.source = source;
     return p;
   };
-  const Node* klass = nullptr;
-  const Node* family = nullptr;
+  const StemTrie* klass = nullptr;
+  const StemTrie* family = nullptr;
   if (auto it = by_klass_.find(key.klass); it != by_klass_.end()) klass = it->second.get();
   if (auto it = by_family_.find(klass_family(key.klass)); it != by_family_.end()) family = it->second.get();
 
@@ -347,7 +213,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
     if (!root) continue;
     auto [node, depth] = root->deepest(tokens, runs);
     if (depth < need) continue;
-    const Stats& s = node->stats(config_.similar_quantile);
+    const GroupStats& s = node->stats(config_.similar_quantile);
     // From profiles alone the guess is weak (cold admission may do better
     // on what this build's running jobs show).
     const double confidence = s.only_profiles ? 0.3 : root == klass ? 0.6 : 0.45;
@@ -359,15 +225,15 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
       klass && key.tu_bytes > 0 && it != size_ratios_.end() &&
       it->second.size() >= static_cast<std::size_t>(std::max(1, config_.size_jobs))) {
     std::vector<double> ratios = it->second;
-    const double peak_w = quantile(ratios, config_.size_quantile) * static_cast<double>(key.tu_bytes);
-    const Stats& s = klass->stats(config_.klass_quantile);
+    const double peak_w = rank_quantile(ratios, config_.size_quantile) * static_cast<double>(key.tu_bytes);
+    const GroupStats& s = klass->stats(config_.klass_quantile);
     return make(s, PredictionSource::build, 0.35, peak_w);
   }
   // The whole klass or family, pulled towards the default while small.
   const double prior_w = static_cast<double>(default_prediction(key).peak) / weight;
-  for (const Node* root : {klass, family}) {
+  for (const StemTrie* root : {klass, family}) {
     if (!root || root->entries.empty()) continue;
-    const Stats& s = root->stats(config_.klass_quantile);
+    const GroupStats& s = root->stats(config_.klass_quantile);
     double peak_w = s.peak_w;
     const auto n = static_cast<double>(s.n), prior = static_cast<double>(config_.prior_jobs);
     // Few jobs seen: a margin that shrinks as evidence grows, capped by

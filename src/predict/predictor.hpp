@@ -79,6 +79,9 @@
 
 namespace memgate {
 
+struct StemEntry;  // what one identity puts in the similarity tries (stem_trie.hpp)
+struct StemTrie;   // a stem-token trie over one klass or family
+
 // Conservative first guess for a job never seen before, by tool.
 Prediction default_prediction(const JobKey& key);
 
@@ -146,8 +149,6 @@ class Predictor {
     int cpu_weight = 1;      // peaks scale with it when --threads changes
     Bytes tu_bytes = 0;      // the job's preprocessed size, 0 = unknown
   };
-  struct Node;   // a stem-token trie over one klass or family
-  struct Entry;  // what one identity puts in the tries
 
   // How this build's jobs compared with their profile guesses, per family.
   struct Calibration {
@@ -162,7 +163,7 @@ class Predictor {
   Prediction guess(const JobKey& key, bool* elsewhere, Bytes* floor) const;
   void calibrate(const JobKey& key, Prediction& p) const;
   void note_calibration(const JobRecord& job);
-  void index(const JobKey& key, const Entry& e, bool at_root);
+  void index(const JobKey& key, const StemEntry& e, bool at_root);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key, bool* only_profiles) const;
   std::optional<Prediction> from_profile(const JobKey& key, Bytes floor) const;
@@ -178,8 +179,8 @@ class Predictor {
   std::unordered_map<std::string, std::string> profile_by_source_;
   std::unordered_map<std::string, std::string> profile_by_stem_;  // klass + '\n' + stem -> identity
   std::unordered_map<std::string, int> ids_;                // identity -> small int for the tries
-  std::unordered_map<std::string, std::unique_ptr<Node>> by_klass_;
-  std::unordered_map<std::string, std::unique_ptr<Node>> by_family_;
+  std::unordered_map<std::string, std::unique_ptr<StemTrie>> by_klass_;
+  std::unordered_map<std::string, std::unique_ptr<StemTrie>> by_family_;
   std::unordered_map<std::string, Calibration> calibration_;  // by klass family
   std::unordered_map<std::string, std::vector<double>> size_ratios_;  // by klass: peak per weight / tu_bytes
 };
