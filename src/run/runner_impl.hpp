@@ -49,7 +49,7 @@ struct ConnectedJob {
   double attempt_start = 0;
   std::vector<MemSample> profile;  // this attempt, t since attempt start
   Bytes current = 0;
-  double next_sample_t = -1;  // when its memory is read next with room to spare (sample_jobs)
+  double next_sample_t = -1;  // when its memory may be read next with room to spare (sample_jobs)
 };
 
 class Runner {
@@ -156,6 +156,7 @@ class Runner {
   std::unordered_map<pid_t, std::uint64_t> waiting_wrappers_;
   std::uint64_t ungated_scans_ = 0;
   MemoryView view_;
+  JobId sample_cursor_ = -1;  // the job sample_jobs visited last: the next tick goes on after it
   double next_tick_ = 0;
   bool schedule_due_ = false;  // admission runs once per loop turn, after every message of the turn
   bool admitted_any_ = false;  // a first job was granted (see on_request's burst wait)

@@ -25,14 +25,20 @@ constexpr double kFastTickAbove = 0.85;  // of the effective limit
 constexpr double kUngatedScan_s = 0.5;
 constexpr std::uint64_t kWrapperRecheck = 4;  // scans (see scan_ungated)
 // A running job's memory in use is read every tick while the build uses
-// more than kDenseAbove of its limit; else every kRoomySample_s, the jobs
-// spread over phases. Pressure is seen at once whatever this skips: the
-// build's own total is read every tick (read_memory), and a peak loses
-// nothing, the kernel keeps it (JobExec::sample). So with room to spare,
-// 512 running jobs cost a fifth of the reads; a job's recorded curve then
-// has a point every kRoomySample_s (its peak exact).
+// more than kDenseAbove of its limit; else at most every kRoomySample_s.
+// Pressure is seen at once whatever this skips: the build's own total is
+// read every tick (read_memory), and a peak loses nothing, the kernel
+// keeps it (JobExec::sample). So with room to spare, 512 running jobs cost
+// a fifth of the reads; a job's recorded curve then has a point every
+// kRoomySample_s or so (its peak exact). Each tick visits only its share
+// of the jobs (kRoomyShare), in turn from where the last tick stopped: a
+// wave of jobs granted together, or a tick that came late (the build's
+// processes had the cores), never makes one tick read them all. Per-job
+// due times alone did: one late tick found every job due, and from then
+// on they were all due in the same tick.
 constexpr double kDenseAbove = 0.5;  // of the effective limit
 constexpr double kRoomySample_s = 0.5;
+constexpr std::size_t kRoomyShare = 5;  // kRoomySample_s / kTick_s
 // A job predicted to run long waits a moment before admission, 1% of its
 // predicted time and at most 50 ms, for the rest of its burst: make and
 // ninja start jobs in bursts whose wrappers connect over some
@@ -230,17 +236,19 @@ void Runner::sample_jobs() {
   double t = now();
   const Bytes limit = gov_->effective_limit(view_);
   const bool dense = limit <= 0 || static_cast<double>(view_.build_used) >= kDenseAbove * static_cast<double>(limit);
-  for (JobId id : gov_->active_jobs()) {
+  const std::vector<JobId> active = gov_->active_jobs();  // in id order
+  if (active.empty()) return;
+  std::size_t visits = dense ? active.size() : (active.size() + kRoomyShare - 1) / kRoomyShare;
+  std::size_t i = dense ? 0 : static_cast<std::size_t>(std::upper_bound(active.begin(), active.end(), sample_cursor_) -
+                                                       active.begin());
+  for (; visits > 0; --visits, ++i) {
+    const JobId id = active[i % active.size()];
+    sample_cursor_ = id;
     ConnectedJob* jp = by_job(id);
     if (!jp || jp->done) continue;
     ConnectedJob& job = *jp;
-    if (!dense) {
-      if (t < job.next_sample_t) continue;
-      // Its first such read sets its phase (by job id): a wave of jobs
-      // started together is not read in the same tick ever after.
-      job.next_sample_t = job.next_sample_t < 0 ? t + kRoomySample_s * static_cast<double>(job.id % 5) / 5.0
-                                                : t + kRoomySample_s;
-    }
+    if (!dense && t < job.next_sample_t) continue;
+    job.next_sample_t = t + kRoomySample_s;
     JobMemory m = job.exec->sample(Sampling::quick);
     job.current = m.current;
     gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);

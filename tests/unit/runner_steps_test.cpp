@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
 #include <map>
 #include <memory>
 
@@ -39,24 +41,30 @@ ExitMsg exited(int status, double cpu_s = 1.0) {
 class RunnerStepsTest : public ::testing::Test {
  protected:
   RunnerStepsTest() {
+    use_governor(2, 1 * GiB);
+    auto ports = std::make_unique<FakePorts>();
+    ports_ = ports.get();
+    r_.ports_ = std::move(ports);
+  }
+
+  // A fresh governor with 4 GiB, `slots` slots and every job predicted
+  // at `peak` from its own history.
+  void use_governor(int slots, Bytes peak) {
     GovernorConfig gc;
     gc.budget = 4 * GiB;
     gc.hard_limit = 4 * GiB;
-    gc.slots = 2;
+    gc.slots = slots;
     r_.gov_ = std::make_unique<Governor>(
         gc,
-        [](const JobKey&) {
+        [peak](const JobKey&) {
           Prediction p;
-          p.peak = 1 * GiB;
+          p.peak = peak;
           p.source = PredictionSource::history;
           p.confidence = 1.0;
           return p;
         },
         [this](const JobRecord& rec) { learned_.push_back(rec.key.identity); });
     gov().on_fact([this](const JobFact& f) { r_.recorder_.observe(f); });
-    auto ports = std::make_unique<FakePorts>();
-    ports_ = ports.get();
-    r_.ports_ = std::move(ports);
   }
 
   // Each step is one turn of the loop: its messages, then the admission
@@ -71,6 +79,8 @@ class RunnerStepsTest : public ::testing::Test {
   const GovJob& gov_job(ConnId conn) { return gov().job(job_of(conn)); }
   void apply(const Decisions& d) { r_.apply(d); }
   double now() const { return r_.now(); }
+  // The runner's clock jumps ahead, as over a tick that came late.
+  void skip_ahead(std::chrono::steady_clock::duration d) { r_.t0_ -= d; }
   FakeJobState& os(ConnId conn) { return *ports_->jobs.at(job_of(conn)); }
   auto extra(Counter c) { return r_.extra_counters_[c]; }
   std::size_t live() const { return r_.live_.size(); }
@@ -228,6 +238,36 @@ TEST_F(RunnerStepsTest, WithRoomAJobIsReadLessOftenAndNearTheLimitEveryTick) {
   tick();
   tick();
   EXPECT_EQ(os(1).samples, before + 2);
+}
+
+// A wave of jobs granted together is read a share per tick, and a tick
+// that comes late (every job due by then) still reads only its share: the
+// reads stay spread over the ticks, not gathered into one.
+TEST_F(RunnerStepsTest, WithRoomATickReadsItsShareOfTheJobsInTurnEvenWhenLate) {
+  use_governor(10, 100 * MiB);
+  for (ConnId c = 1; c <= 10; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();
+  for (ConnId c = 1; c <= 10; ++c) {
+    ASSERT_NE(std::get_if<GrantMsg>(&sent(c).back()), nullptr);
+    message(c, StartedMsg{500 + static_cast<pid_t>(c)});
+  }
+  ports_->view.build_used = 200 * MiB;
+  auto reads = [&] {
+    int n = 0;
+    for (ConnId c = 1; c <= 10; ++c) n += os(c).samples;
+    return n;
+  };
+  tick();
+  EXPECT_EQ(reads(), 2) << "a fifth of the running jobs";
+  for (int i = 0; i < 4; ++i) tick();
+  for (ConnId c = 1; c <= 10; ++c) EXPECT_EQ(os(c).samples, 1) << "conn " << c;
+  tick();
+  EXPECT_EQ(reads(), 10) << "none is due again within half a second";
+  skip_ahead(std::chrono::seconds(2));  // the next tick is late: every job is due
+  tick();
+  EXPECT_EQ(reads(), 12);
+  tick();
+  EXPECT_EQ(reads(), 14) << "the late tick's jobs were not all read at once, so their turns stay spread";
 }
 
 TEST_F(RunnerStepsTest, TheTickFreezesTheNewestJobWhenMemoryRunsShortAndThawsItLater) {
