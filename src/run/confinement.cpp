@@ -9,7 +9,7 @@
 #include "platform/cgroup_stale.hpp"
 #include "platform/meminfo.hpp"
 #include "platform/proc.hpp"
-#include "run/job_exec.hpp"
+#include "run/job_cgroups.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -61,6 +61,7 @@ Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool c
   c.layout_ = layout;
   c.confine_ = *cg;
   c.owner_ = platform::OwnerLock::take(*cg);
+  c.jobs_ = std::make_shared<JobCgroups>(*cg);
   if (cap.capacity_source == "cgroup" && !cap.cgroup_limit_source.empty())
     c.capacity_cg_ = platform::Cgroup::open(layout.version, cap.cgroup_limit_source);
   if (!c.confine_->can_freeze())

@@ -302,6 +302,7 @@ void Runner::main_loop() {
     server_->append_pollfds(fds);
     stats_.loop_turn();
     double wait_s = std::max(0.0, next_tick_ - now());
+    if (!schedule_due_ && prepare_jobs()) wait_s = 0;  // more idle work: back after a look at the sockets
     int timeout_ms = schedule_due_ ? 0 : static_cast<int>(wait_s * 1000.0) + 1;
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {

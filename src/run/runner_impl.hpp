@@ -89,6 +89,7 @@ class Runner {
   void schedule();
   void schedule_now();
   void tick();
+  bool prepare_jobs();
   void sample_jobs();
   void scan_ungated(double t);
   void apply(const Decisions& d);

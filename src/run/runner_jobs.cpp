@@ -39,6 +39,9 @@ constexpr std::uint64_t kWrapperRecheck = 4;  // scans (see scan_ungated)
 constexpr double kDenseAbove = 0.5;  // of the effective limit
 constexpr double kRoomySample_s = 0.5;
 constexpr std::size_t kRoomyShare = 5;  // kRoomySample_s / kTick_s
+// Idle work between loop turns (prepare_jobs) goes this long at a time,
+// and only when the next tick is further away than that.
+constexpr double kIdleWork_s = 0.001;
 // A job predicted to run long waits a moment before admission, 1% of its
 // predicted time and at most 50 ms, for the rest of its burst: make and
 // ninja start jobs in bursts whose wrappers connect over some
@@ -230,6 +233,17 @@ void Runner::apply(const Decisions& d) {
   admitted_any_ = admitted_any_ || !d.admit.empty();
   for (JobId id : d.decline)
     if (ConnectedJob* j = by_job(id)) decline(*j);
+}
+
+// Idle work, a millisecond at a time: the cgroups of the grants to come
+// made ready (as many as jobs wait, at most the slots: a wave of exits
+// frees no more) and those of ended attempts removed, so neither a grant
+// nor an exit does it. Returns whether more is due; nothing while the next
+// tick is nearer than that millisecond.
+bool Runner::prepare_jobs() {
+  if (abort_signal_ || next_tick_ - now() <= kIdleWork_s) return false;
+  const auto waiting = static_cast<std::size_t>(gov_->counts().waiting);
+  return ports_->prepare_jobs(std::min(waiting, static_cast<std::size_t>(slots_)), kIdleWork_s);
 }
 
 void Runner::sample_jobs() {

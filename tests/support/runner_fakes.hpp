@@ -66,6 +66,7 @@ struct FakePorts final : RunnerPorts {
   bool alive = true;
   double cpu_s = 0;
   int idle_drops = 0;
+  std::vector<std::size_t> prepared_for;  // prepare_jobs' `want`, call by call
   std::vector<pid_t> build;
   MemoryView view;
 
@@ -76,6 +77,10 @@ struct FakePorts final : RunnerPorts {
   void close(ConnId conn) override { closed.push_back(conn); }
   pid_t peer_pid(ConnId conn) const override { return static_cast<pid_t>(1000 + conn); }
   void drop_idle() override { ++idle_drops; }
+  bool prepare_jobs(std::size_t want, double) override {
+    prepared_for.push_back(want);
+    return false;
+  }
   std::unique_ptr<JobControl> start_job(JobId id) override {
     auto s = std::make_shared<FakeJobState>();
     jobs[id] = s;

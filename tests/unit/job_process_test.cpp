@@ -109,7 +109,7 @@ TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
   if (c.pid == 0) {
     for (;;) ::pause();
   }
-  JobExec exec(std::nullopt, std::nullopt, 7);
+  JobExec exec(nullptr, std::nullopt, 7);
   EXPECT_TRUE(exec.prepare_attempt().empty()) << "no cgroup dirs to join";
   EXPECT_TRUE(exec.set_child(c.pid));
   EXPECT_FALSE(exec.has_cgroup());
@@ -131,7 +131,7 @@ TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
 }
 
 TEST(JobExecProc, AJobWithoutAChildHasNothingToFreeze) {
-  JobExec exec(std::nullopt, std::nullopt, 8);
+  JobExec exec(nullptr, std::nullopt, 8);
   exec.prepare_attempt();
   EXPECT_TRUE(exec.tree().empty());
   EXPECT_FALSE(exec.freeze(true)) << "the governor is told, and undoes the freeze";

@@ -54,6 +54,7 @@ class RunnerStepsTest : public ::testing::Test {
     gc.budget = 4 * GiB;
     gc.hard_limit = 4 * GiB;
     gc.slots = slots;
+    r_.slots_ = slots;
     r_.gov_ = std::make_unique<Governor>(
         gc,
         [peak](const JobKey&) {
@@ -73,6 +74,7 @@ class RunnerStepsTest : public ::testing::Test {
   void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
   void tick() { r_.tick(); end_turn(); }
   void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
+  bool prepare_jobs() { return r_.prepare_jobs(); }
   ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
   JobId job_of(ConnId conn) { return connected(conn).id; }
   Governor& gov() { return *r_.gov_; }
@@ -268,6 +270,20 @@ TEST_F(RunnerStepsTest, WithRoomATickReadsItsShareOfTheJobsInTurnEvenWhenLate) {
   EXPECT_EQ(reads(), 12);
   tick();
   EXPECT_EQ(reads(), 14) << "the late tick's jobs were not all read at once, so their turns stay spread";
+}
+
+// While the loop is idle, job cgroups are made ready for the jobs that
+// wait, at most as many as there are slots.
+TEST_F(RunnerStepsTest, IdleWorkReadiesTheOsSideOfTheJobsThatWaitUpToTheSlots) {
+  for (ConnId c = 1; c <= 3; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();  // two start
+  prepare_jobs();
+  ASSERT_EQ(ports_->prepared_for.size(), 1u);
+  EXPECT_EQ(ports_->prepared_for.back(), 1u) << "one waits";
+  for (ConnId c = 4; c <= 6; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  prepare_jobs();
+  ASSERT_EQ(ports_->prepared_for.size(), 2u);
+  EXPECT_EQ(ports_->prepared_for.back(), 2u) << "four wait, two slots";
 }
 
 TEST_F(RunnerStepsTest, TheTickFreezesTheNewestJobWhenMemoryRunsShortAndThawsItLater) {
