@@ -118,14 +118,13 @@ MemoryReadings Confinement::read(Bytes jobs_current) const {
   return r;
 }
 
-void Confinement::watch(pid_t build_pid) {
+void Confinement::watch(pid_t build_pid, const std::vector<pid_t>& outside_jobs) {
   if (!confined_ || lost_ || !confine_) return;
   std::string why;
   if (!path_exists(confine_->memory_dir())) {
     why = "the build's cgroup was removed";
   } else if (build_pid > 0) {
-    auto members = processes_outside_jobs();  // the build tool never joins a job's cgroup
-    bool inside = std::find(members.begin(), members.end(), build_pid) != members.end();
+    bool inside = std::find(outside_jobs.begin(), outside_jobs.end(), build_pid) != outside_jobs.end();
     // An exiting build tool leaves its cgroup before it is reaped.
     auto st = platform::read_proc_stat(build_pid);
     if (!inside && st && st->state != 'Z' && st->state != 'X') why = "the build tool left its cgroup";

@@ -85,10 +85,12 @@ class Confinement {
   std::int64_t ungated_oom_kills() const;
 
   // Checks that the confinement still holds: the build's cgroup exists
-  // and the build tool (`build_pid`, while it runs) is still inside it.
-  // Losing either mid-run (someone removed the cgroup, the build moved
-  // itself out) is warned about once and becomes a degraded() reason.
-  void watch(pid_t build_pid);
+  // and the build tool (`build_pid`, while it runs) is still inside it,
+  // among `outside_jobs` (processes_outside_jobs(), as just read: the
+  // build tool never joins a job's cgroup). Losing either mid-run (someone
+  // removed the cgroup, the build moved itself out) is warned about once
+  // and becomes a degraded() reason.
+  void watch(pid_t build_pid, const std::vector<pid_t>& outside_jobs);
 
   bool confined() const { return confined_; }
   const std::vector<std::string>& degraded() const { return degraded_; }

@@ -38,8 +38,8 @@ class LivePorts final : public RunnerPorts {
 
   // Without a cgroup to list them, the build tool's /proc tree.
   std::vector<pid_t> build_processes(pid_t build_pid) override {
-    cgroups_.watch(build_pid);
     std::vector<pid_t> build = cgroups_.processes_outside_jobs();
+    cgroups_.watch(build_pid, build);
     if (build.empty() && build_pid > 0) build = platform::process_tree(build_pid);
     return build;
   }
