@@ -39,6 +39,10 @@ constexpr std::uint64_t kWrapperRecheck = 4;  // scans (see scan_ungated)
 constexpr double kDenseAbove = 0.5;  // of the effective limit
 constexpr double kRoomySample_s = 0.5;
 constexpr std::size_t kRoomyShare = 5;  // kRoomySample_s / kTick_s
+// ... and within this much time: where reads are slow (the kernel busy
+// with a wave of jobs joining and leaving their cgroups), the turn goes on
+// at the next tick rather than making this one long.
+constexpr double kRoomyBudget_s = 0.004;
 // Idle work between loop turns (prepare_jobs) goes this long at a time,
 // and only when the next tick is further away than that.
 constexpr double kIdleWork_s = 0.001;
@@ -268,6 +272,7 @@ void Runner::sample_jobs() {
     gov_->sample(job.id, m.current, m.peak, t, m.cpu_s);
     if (job.profile.size() >= kMaxLiveSamples) job.profile = downsample_profile(job.profile, kMaxLiveSamples / 2);
     job.profile.push_back(MemSample{t - job.attempt_start, m.current});
+    if (!dense && now() - t >= kRoomyBudget_s) break;
   }
 }
 

@@ -5,6 +5,7 @@
 // (bench/micro_scale.cpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ struct FakeJobState {
   bool oom = false;
   JobMemory mem;
   std::vector<pid_t> tree{4242};
+  std::function<void()> on_sample;  // e.g. time passing while it is read
 };
 
 class FakeJob final : public JobControl {
@@ -41,6 +43,7 @@ class FakeJob final : public JobControl {
   }
   JobMemory sample(Sampling) override {
     ++s_->samples;
+    if (s_->on_sample) s_->on_sample();
     return s_->mem;
   }
   bool freeze(bool frozen) override {

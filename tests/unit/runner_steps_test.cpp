@@ -272,6 +272,30 @@ TEST_F(RunnerStepsTest, WithRoomATickReadsItsShareOfTheJobsInTurnEvenWhenLate) {
   EXPECT_EQ(reads(), 14) << "the late tick's jobs were not all read at once, so their turns stay spread";
 }
 
+// Reads that take long (a kernel busy with a wave of jobs joining and
+// leaving their cgroups) end the tick's turn early; the next tick goes on
+// from there.
+TEST_F(RunnerStepsTest, WithRoomATickStopsReadingJobsAfterItsTimeBudget) {
+  use_governor(20, 100 * MiB);
+  for (ConnId c = 1; c <= 20; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();
+  for (ConnId c = 1; c <= 20; ++c) {
+    message(c, StartedMsg{500 + static_cast<pid_t>(c)});
+    os(c).on_sample = [this] { skip_ahead(std::chrono::milliseconds(3)); };
+  }
+  ports_->view.build_used = 200 * MiB;
+  auto read = [&] {
+    std::vector<ConnId> out;
+    for (ConnId c = 1; c <= 20; ++c)
+      if (os(c).samples > 0) out.push_back(c);
+    return out;
+  };
+  tick();
+  EXPECT_EQ(read(), (std::vector<ConnId>{1, 2})) << "its share is four, its time was up after two";
+  tick();
+  EXPECT_EQ(read(), (std::vector<ConnId>{1, 2, 3, 4}));
+}
+
 // While the loop is idle, job cgroups are made ready for the jobs that
 // wait, at most as many as there are slots.
 TEST_F(RunnerStepsTest, IdleWorkReadiesTheOsSideOfTheJobsThatWaitUpToTheSlots) {
