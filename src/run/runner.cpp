@@ -86,6 +86,7 @@ int Runner::run() {
     finish();
     return exit_status_;
   }
+  log::debug("memgate runs at nice {}", raise_own_priority());  // its ticks go before the build's processes
   main_loop();                                        // until the build and its jobs end
   end_leftovers();                                    // nothing of the build outlives it
   finish();                                           // history, summary, reports; cgroups, socket
