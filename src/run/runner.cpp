@@ -302,7 +302,7 @@ void Runner::main_loop() {
     fds.push_back(pollfd{sigfd_, POLLIN, 0});
     server_->append_pollfds(fds);
     stats_.loop_turn();
-    double wait_s = std::max(0.0, next_tick_ - now());
+    double wait_s = std::max(0.0, std::min(next_tick_, next_ungated_scan_) - now());
     if (!schedule_due_ && prepare_jobs()) wait_s = 0;  // more idle work: back after a look at the sockets
     int timeout_ms = schedule_due_ ? 0 : static_cast<int>(wait_s * 1000.0) + 1;
     int n = ::poll(fds.data(), fds.size(), timeout_ms);
@@ -316,6 +316,7 @@ void Runner::main_loop() {
     }
     if (schedule_due_) schedule_now();
     if (now() >= next_tick_) tick();
+    else scan_ungated(now());  // when due, and never in a tick's turn
     if (build_done_ && !live_.empty() && !abort_signal_) {
       // The build tool is gone but some wrappers live on (orphans of a
       // killed make): nobody waits for their output any more.

@@ -276,7 +276,9 @@ void Runner::sample_jobs() {
   }
 }
 
-// Compilers that escaped the gate, every 0.5 s: the build's processes
+// Compilers that escaped the gate, every 0.5 s, in a loop turn of its own
+// (main_loop): it decides nothing the tick needs, and a scan in the tick
+// made one tick in five the longest. The build's processes
 // outside every job's cgroup, less the wrappers still connected (their
 // socket is close-on-exec: a wrapper that exec'd anything would have hung
 // up) and their children (a granted job's program on its way into its
@@ -286,6 +288,7 @@ void Runner::sample_jobs() {
 void Runner::scan_ungated(double t) {
   if (t < next_ungated_scan_) return;
   next_ungated_scan_ = t + kUngatedScan_s;
+  const double cpu0 = thread_cpu_s();
   std::vector<pid_t> build = ports_->build_processes(build_done_ ? 0 : build_pid_);
   // A wrapper read as waiting to connect is read again a few scans later,
   // not every scan: past the open-file limit thousands may wait, and
@@ -314,6 +317,7 @@ void Runner::scan_ungated(double t) {
   if (gated_nothing_)
     for (UngatedProcess& p : found) p.how = "memgate gated no compiler in this run (see degraded:)";
   ungated_.observe(found, t);
+  stats_.scan(now() - t, thread_cpu_s() - cpu0);
 }
 
 void Runner::tick() {
@@ -321,7 +325,6 @@ void Runner::tick() {
   const double cpu0 = thread_cpu_s();
   ports_->drop_idle();
   sample_jobs();
-  scan_ungated(t);
   Bytes jobs_current = 0;
   for (JobId id : gov_->active_jobs())
     if (const ConnectedJob* job = by_job(id)) jobs_current += job->current;

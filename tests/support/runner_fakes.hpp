@@ -69,6 +69,7 @@ struct FakePorts final : RunnerPorts {
   bool alive = true;
   double cpu_s = 0;
   int idle_drops = 0;
+  int build_reads = 0;  // build_processes calls: ungated scans
   std::vector<std::size_t> prepared_for;  // prepare_jobs' `want`, call by call
   std::vector<pid_t> build;
   MemoryView view;
@@ -92,7 +93,10 @@ struct FakePorts final : RunnerPorts {
   bool descends_from(pid_t, pid_t) const override { return descends; }
   bool exists(pid_t) const override { return alive; }
   double cpu_seconds(const std::vector<pid_t>&) const override { return cpu_s; }
-  std::vector<pid_t> build_processes(pid_t) override { return build; }
+  std::vector<pid_t> build_processes(pid_t) override {
+    ++build_reads;
+    return build;
+  }
   MemoryView read_memory(Bytes) override { return view; }
 };
 

@@ -75,6 +75,7 @@ class RunnerStepsTest : public ::testing::Test {
   void tick() { r_.tick(); end_turn(); }
   void end_turn() { if (r_.schedule_due_) r_.schedule_now(); }
   bool prepare_jobs() { return r_.prepare_jobs(); }
+  void scan_ungated() { r_.scan_ungated(r_.now()); }
   ConnectedJob& connected(ConnId conn) { return r_.live_.at(conn); }
   JobId job_of(ConnId conn) { return connected(conn).id; }
   Governor& gov() { return *r_.gov_; }
@@ -294,6 +295,21 @@ TEST_F(RunnerStepsTest, WithRoomATickStopsReadingJobsAfterItsTimeBudget) {
   EXPECT_EQ(read(), (std::vector<ConnId>{1, 2})) << "its share is four, its time was up after two";
   tick();
   EXPECT_EQ(read(), (std::vector<ConnId>{1, 2, 3, 4}));
+}
+
+// The ungated scan is a loop turn of its own, every half second: it
+// decides nothing the tick needs, so it does not lengthen one.
+TEST_F(RunnerStepsTest, TheUngatedScanIsNotPartOfATick) {
+  start(1, "a.cpp", 501);
+  tick();
+  EXPECT_EQ(ports_->build_reads, 0);
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 1);
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 1) << "not again within half a second";
+  skip_ahead(std::chrono::seconds(1));
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 2);
 }
 
 // While the loop is idle, job cgroups are made ready for the jobs that
