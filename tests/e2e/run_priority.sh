@@ -10,5 +10,5 @@ cg_run "$cg" env MEMGATE_DEBUG=1 nice -n 3 "$MEMGATE" run --history "$E2E_TMP/h.
   >"$E2E_TMP/out" 2>"$E2E_TMP/err"
 cat "$E2E_TMP/err" >&2
 assert_eq 3 "$(tr -d ' ' <"$E2E_TMP/out")" "the build's niceness"
-grep -q 'memgate runs at nice -10$' "$E2E_TMP/err" || fail "memgate did not say it raised its own priority"
+grep -q 'memgate runs at nice -20$' "$E2E_TMP/err" || fail "memgate did not say it raised its own priority"
 echo PASS
