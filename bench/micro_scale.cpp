@@ -127,8 +127,9 @@ BENCHMARK(BM_PredictAfter)->Arg(250)->Arg(1000)->Arg(2000)->Arg(5000)->Unit(benc
 
 // The runner's tick (measure, decide, act) over fake ports: N jobs, up to
 // 512 of them running with room to spare and the rest waiting. The ticks
-// come microseconds apart, so a job's memory is read at its first tick and
-// not again within half a second: this is the tick's cost beside the
+// come microseconds apart, so a job's memory is read once, on its turn
+// (a fifth of the jobs per tick), and not again within half a second:
+// after the first five ticks this is the tick's cost beside the
 // reads (which bench/scale measures). It should grow with the running
 // jobs, not with the waiting ones.
 class RunnerTickBench {

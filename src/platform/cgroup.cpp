@@ -54,15 +54,16 @@ Status make_dir(const std::string& path) {
   return Error{fmt::format("cannot create cgroup {}: {}", path, std::strerror(errno))};
 }
 
-// rmdir `dir` after its children; ENOENT counts as done.
-Status remove_tree(const std::string& dir) {
+// rmdir `dir` after its children; ENOENT counts as done. EBUSY is tried
+// again `tries` times, poll_step apart.
+Status remove_tree(const std::string& dir, int tries = remove_tries) {
   for (const auto& child : child_dirs(dir)) {
-    auto st = remove_tree(child);
+    auto st = remove_tree(child, tries);
     if (!st) return st;
   }
-  for (int i = 0; i < remove_tries; ++i) {
+  for (int i = 0; i < tries; ++i) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return ok_status();
-    if (errno != EBUSY) break;
+    if (errno != EBUSY || i + 1 == tries) break;
     std::this_thread::sleep_for(poll_step);
   }
   return Error{fmt::format("cannot remove cgroup {}: {}", dir, std::strerror(errno))};
@@ -179,10 +180,14 @@ std::vector<std::string> Cgroup::dirs() const {
 
 std::string Cgroup::mem_file(std::string_view name) const { return join_path(memory_dir_, name); }
 
-Status Cgroup::remove() const {
+Status Cgroup::remove() const { return remove_trying(remove_tries); }
+
+Status Cgroup::remove_now() const { return remove_trying(1); }
+
+Status Cgroup::remove_trying(int tries) const {
   std::string errors;
   for (const auto& d : dirs()) {
-    auto st = remove_tree(d);
+    auto st = remove_tree(d, tries);
     if (!st) errors += (errors.empty() ? "" : "; ") + st.error();
   }
   if (!errors.empty()) return Error{errors};

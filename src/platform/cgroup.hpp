@@ -87,6 +87,9 @@ class Cgroup {
   // last processes are still being torn down. A cgroup already gone is fine.
   // A cgroup from create_under on v2 also releases the leaf move.
   Status remove() const;
+  // remove() without waiting: one rmdir each, so a cgroup whose last
+  // processes are still being torn down stays (an Error) for a later try.
+  Status remove_now() const;
 
   // v1 memory.limit_in_bytes (v1 has no memory.high; `high` is ignored);
   // v2 memory.max and memory.high ("max" when `high` is nullopt).
@@ -149,6 +152,7 @@ class Cgroup {
       : version_(v), memory_dir_(std::move(memory_dir)), freezer_dir_(std::move(freezer_dir)) {}
   std::string mem_file(std::string_view name) const;
   std::vector<std::string> dirs() const;  // memory dir, then a distinct freezer dir
+  Status remove_trying(int tries) const;
 
   CgroupVersion version_ = CgroupVersion::none;
   std::string memory_dir_, freezer_dir_;

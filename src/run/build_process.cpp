@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -113,6 +114,14 @@ pid_t spawn_build(const SpawnSpec& spec, SpawnFailure* failure) {
     return -1;
   }
   return pid;
+}
+
+int raise_own_priority() {
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, 0);
+  if (errno != 0 || now <= kOwnNice) return now;
+  if (::setpriority(PRIO_PROCESS, 0, kOwnNice) != 0) return now;
+  return kOwnNice;
 }
 
 int block_and_watch_signals() {

@@ -9,7 +9,7 @@
 #include "platform/cgroup_stale.hpp"
 #include "platform/meminfo.hpp"
 #include "platform/proc.hpp"
-#include "run/job_exec.hpp"
+#include "run/job_cgroups.hpp"
 #include "util/fs.hpp"
 #include "util/log.hpp"
 
@@ -61,6 +61,7 @@ Confinement Confinement::setup(const Capacity& cap, const Budget& budget, bool c
   c.layout_ = layout;
   c.confine_ = *cg;
   c.owner_ = platform::OwnerLock::take(*cg);
+  c.jobs_ = std::make_shared<JobCgroups>(*cg);
   if (cap.capacity_source == "cgroup" && !cap.cgroup_limit_source.empty())
     c.capacity_cg_ = platform::Cgroup::open(layout.version, cap.cgroup_limit_source);
   if (!c.confine_->can_freeze())
@@ -117,14 +118,13 @@ MemoryReadings Confinement::read(Bytes jobs_current) const {
   return r;
 }
 
-void Confinement::watch(pid_t build_pid) {
+void Confinement::watch(pid_t build_pid, const std::vector<pid_t>& outside_jobs) {
   if (!confined_ || lost_ || !confine_) return;
   std::string why;
   if (!path_exists(confine_->memory_dir())) {
     why = "the build's cgroup was removed";
   } else if (build_pid > 0) {
-    auto members = processes_outside_jobs();  // the build tool never joins a job's cgroup
-    bool inside = std::find(members.begin(), members.end(), build_pid) != members.end();
+    bool inside = std::find(outside_jobs.begin(), outside_jobs.end(), build_pid) != outside_jobs.end();
     // An exiting build tool leaves its cgroup before it is reaped.
     auto st = platform::read_proc_stat(build_pid);
     if (!inside && st && st->state != 'Z' && st->state != 'X') why = "the build tool left its cgroup";

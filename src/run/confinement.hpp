@@ -9,11 +9,13 @@
 //   <memgate's own cgroup>      memgate itself (outside the limit)
 //   └── memgate-<pid>/          limit: capacity - reserve (unless --no-confine)
 //       ├── build/              make / ninja / pip and the waiting wrappers
-//       └── job-<id>-<attempt>/ one compiler tree each (JobExec)
+//       └── job-<n>/            one compiler tree each, a fresh one per attempt
+//                               (JobExec), made ahead (JobCgroups)
 #pragma once
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "governor/governor.hpp"
 #include "platform/cgroup.hpp"
 #include "platform/cgroup_stale.hpp"
+#include "run/job_cgroups.hpp"
 
 namespace memgate {
 
@@ -57,9 +60,9 @@ class Confinement {
   // The cgroup dirs the build tool joins before exec (empty: it stays in
   // memgate's own cgroup, unconfined).
   std::vector<std::string> build_dirs() const;
-  // Where job cgroups go, and where a job's leftover daemons are moved
-  // (JobExec); nullopt without cgroups.
-  const std::optional<platform::Cgroup>& job_parent() const { return confine_; }
+  // The job cgroups (null without cgroups), and where a job's leftover
+  // daemons are moved (JobExec; nullopt without cgroups).
+  const std::shared_ptr<JobCgroups>& job_cgroups() const { return jobs_; }
   const std::optional<platform::Cgroup>& build_leaf() const { return build_leaf_; }
 
   MemoryReadings read(Bytes jobs_current) const;
@@ -82,10 +85,12 @@ class Confinement {
   std::int64_t ungated_oom_kills() const;
 
   // Checks that the confinement still holds: the build's cgroup exists
-  // and the build tool (`build_pid`, while it runs) is still inside it.
-  // Losing either mid-run (someone removed the cgroup, the build moved
-  // itself out) is warned about once and becomes a degraded() reason.
-  void watch(pid_t build_pid);
+  // and the build tool (`build_pid`, while it runs) is still inside it,
+  // among `outside_jobs` (processes_outside_jobs(), as just read: the
+  // build tool never joins a job's cgroup). Losing either mid-run (someone
+  // removed the cgroup, the build moved itself out) is warned about once
+  // and becomes a degraded() reason.
+  void watch(pid_t build_pid, const std::vector<pid_t>& outside_jobs);
 
   bool confined() const { return confined_; }
   const std::vector<std::string>& degraded() const { return degraded_; }
@@ -95,6 +100,7 @@ class Confinement {
   std::optional<platform::Cgroup> confine_;     // memgate-<pid>: limit, job cgroups below
   platform::OwnerLock owner_;                   // on confine_: this run is alive (cgroup_stale.hpp)
   std::optional<platform::Cgroup> build_leaf_;  // confine_/build: the build tool itself
+  std::shared_ptr<JobCgroups> jobs_;            // below confine_
   std::optional<platform::Cgroup> capacity_cg_; // the cgroup whose limit is the capacity
   bool confined_ = false;
   bool lost_ = false;  // watch() found the confinement gone

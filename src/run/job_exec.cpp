@@ -4,17 +4,15 @@
 
 #include <algorithm>
 
-#include <fmt/core.h>
-
 #include "platform/proc.hpp"
 #include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace memgate {
 
-JobExec::JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id,
+JobExec::JobExec(std::shared_ptr<JobCgroups> cgroups, std::optional<platform::Cgroup> home, int job_id,
                  std::shared_ptr<platform::ProcSnapshot> procs)
-    : parent_(std::move(parent)), home_(std::move(home)), job_id_(job_id), procs_(std::move(procs)) {}
+    : cgroups_(std::move(cgroups)), home_(std::move(home)), job_id_(job_id), procs_(std::move(procs)) {}
 
 const std::vector<platform::ProcInfo>& JobExec::snapshot(std::vector<platform::ProcInfo>& own) const {
   return procs_ ? procs_->all() : (own = platform::read_all_processes());
@@ -22,8 +20,9 @@ const std::vector<platform::ProcInfo>& JobExec::snapshot(std::vector<platform::P
 
 JobExec::~JobExec() { end_attempt(); }
 
-// One cgroup per attempt: its peak and OOM counters then belong to that
-// attempt alone (v2 cannot reset memory.peak through a plain handle).
+// One fresh cgroup per attempt: its peak and OOM counters then belong to
+// that attempt alone (v2 cannot reset memory.peak through a plain handle).
+// It was made ahead, while the loop was idle (JobCgroups).
 std::vector<std::string> JobExec::prepare_attempt() {
   end_attempt();
   ++attempt_;
@@ -32,13 +31,14 @@ std::vector<std::string> JobExec::prepare_attempt() {
   proc_peak_ = 0;
   slow_ = {};
   slow_read_s_ = -1;
-  if (!parent_) return {};
-  auto cg = parent_->create_child(fmt::format("{}{}-{}", kJobCgroupPrefix, job_id_, attempt_));
+  if (!cgroups_) return {};
+  auto cg = cgroups_->take();
   if (!cg) {
     log::debug("job {}: no cgroup ({}); measuring from /proc", job_id_, cg.error());
     return {};
   }
   cg_ = *cg;
+  log::debug("job {} attempt {}: cgroup {}", job_id_, attempt_, cg_->memory_dir());
   oom_base_ = cg_->oom_kills().value_or(0);
   std::vector<std::string> dirs{cg_->memory_dir()};
   if (!cg_->freezer_dir().empty() && cg_->freezer_dir() != cg_->memory_dir()) dirs.push_back(cg_->freezer_dir());
@@ -78,7 +78,8 @@ std::vector<pid_t> JobExec::fresh_tree() const {
 }
 
 double JobExec::cgroup_cpu_s() const {
-  if (auto c = cg_->cpu_s()) return *c;
+  if (cgroups_->cpu_accounted())
+    if (auto c = cg_->cpu_s()) return *c;
   // v1 without cpuacct beside memory: the members' own stat files, of
   // the job's cgroup only (not listing its children every second: a job
   // that nests cgroups of its own reads as slower, so it keeps its
@@ -148,14 +149,15 @@ bool JobExec::oom_killed() const {
 }
 
 // The attempt's program has ended (the wrapper reaped it): nothing of it
-// is left to measure, and its pid may name another process soon.
+// is left to measure, and its pid may name another process soon. Its
+// cgroup, emptied, is removed later, outside the exit (JobCgroups::tidy).
 void JobExec::end_attempt() {
   child_ = 0;
   if (!cg_) return;
   for (pid_t p : cg_->all_processes()) {
     if (!home_ || !home_->add_process(p)) ::kill(p, SIGKILL);
   }
-  if (auto st = cg_->remove(); !st) log::debug("job {}: {}", job_id_, st.error());
+  cgroups_->retire(std::move(*cg_));
   cg_.reset();
 }
 

@@ -14,6 +14,7 @@
 #include "core/job.hpp"
 #include "platform/cgroup.hpp"
 #include "platform/proc.hpp"
+#include "run/job_cgroups.hpp"
 
 namespace memgate {
 
@@ -49,18 +50,15 @@ class JobControl {
   virtual std::vector<pid_t> tree() const = 0;
 };
 
-// The name every job cgroup starts with ("job-<id>-<attempt>").
-inline constexpr std::string_view kJobCgroupPrefix = "job-";
-
 class JobExec final : public JobControl {
  public:
-  // `parent`: the cgroup job cgroups are made under; nullopt when cgroups
-  // are unavailable and jobs are measured from /proc. `home`: where
-  // processes a job leaves behind (a daemon it started, such as a compiler
-  // cache server) are moved when the attempt ends, so they live on.
-  // `procs`: the /proc snapshot the jobs measured from /proc share (null:
-  // each reads its own).
-  JobExec(std::optional<platform::Cgroup> parent, std::optional<platform::Cgroup> home, int job_id,
+  // `cgroups`: where each attempt's cgroup comes from and goes back to;
+  // null when cgroups are unavailable and jobs are measured from /proc.
+  // `home`: where processes a job leaves behind (a daemon it started, such
+  // as a compiler cache server) are moved when the attempt ends, so they
+  // live on. `procs`: the /proc snapshot the jobs measured from /proc
+  // share (null: each reads its own).
+  JobExec(std::shared_ptr<JobCgroups> cgroups, std::optional<platform::Cgroup> home, int job_id,
           std::shared_ptr<platform::ProcSnapshot> procs = nullptr);
   ~JobExec() override;
   JobExec(const JobExec&) = delete;
@@ -95,7 +93,8 @@ class JobExec final : public JobControl {
   std::vector<pid_t> fresh_tree() const;
   double cgroup_cpu_s() const;
 
-  std::optional<platform::Cgroup> parent_, home_;
+  std::shared_ptr<JobCgroups> cgroups_;
+  std::optional<platform::Cgroup> home_;
   std::optional<platform::Cgroup> cg_;
   int job_id_;
   std::shared_ptr<platform::ProcSnapshot> procs_;

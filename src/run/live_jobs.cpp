@@ -1,5 +1,7 @@
 #include "run/live_jobs.hpp"
 
+#include <algorithm>
+
 #include "predict/profile.hpp"
 
 namespace memgate {
@@ -46,24 +48,27 @@ void LiveJobs::erase(ConnId conn) {
   by_conn_.erase(it);
 }
 
-void LiveJobs::sample(Governor& gov, const MemoryView& view, double t) {
+void LiveJobs::sample(Governor& gov, const MemoryView& view, double t, const std::function<double()>& clock) {
   const Bytes limit = gov.effective_limit(view);
   const bool dense = limit <= 0 || static_cast<double>(view.build_used) >= kDenseAbove * static_cast<double>(limit);
-  for (JobId id : gov.active_jobs()) {
+  const std::vector<JobId> active = gov.active_jobs();  // in id order
+  if (active.empty()) return;
+  std::size_t visits = dense ? active.size() : (active.size() + kRoomyShare - 1) / kRoomyShare;
+  auto i = dense ? std::size_t{0}
+                 : static_cast<std::size_t>(std::upper_bound(active.begin(), active.end(), cursor_) - active.begin());
+  for (; visits > 0; --visits, ++i) {
+    const JobId id = active[i % active.size()];
+    cursor_ = id;
     ConnectedJob* jp = by_job(id);
     if (!jp || jp->done) continue;
     ConnectedJob& job = *jp;
-    if (!dense) {
-      if (t < job.next_sample_t) continue;
-      // Its first such read sets its phase (by job id): a wave of jobs
-      // started together is not read in the same tick ever after.
-      job.next_sample_t = job.next_sample_t < 0 ? t + kRoomySample_s * static_cast<double>(job.id % 5) / 5.0
-                                                : t + kRoomySample_s;
-    }
+    if (!dense && t < job.next_sample_t) continue;
+    job.next_sample_t = t + kRoomySample_s;
     JobMemory m = job.exec->sample(Sampling::quick);
     job.current = m.current;
     gov.sample(job.id, m.current, m.peak, t, m.cpu_s);
     job.add_sample(t, m.current);
+    if (!dense && clock && clock() - t >= kRoomyBudget_s) break;
   }
 }
 

@@ -6,6 +6,7 @@
 // its JobControl, so tests hand it fakes.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -59,21 +60,31 @@ class LiveJobs {
 
   // Reads the memory of the jobs the governor has active and tells it. A
   // job's memory is read every tick while the build uses more than
-  // kDenseAbove of its effective limit; with room to spare, every
-  // kRoomySample_s, the jobs spread over phases. Pressure is seen at once
-  // whatever this skips: the build's own total is read every tick, and a
-  // peak loses nothing, the kernel keeps it (JobExec::sample). So with
-  // room to spare, 512 running jobs cost a fifth of the reads; a job's
-  // recorded curve then has a point every kRoomySample_s (its peak exact).
-  void sample(Governor& gov, const MemoryView& view, double t);
+  // kDenseAbove of its effective limit; else at most every kRoomySample_s.
+  // Pressure is seen at once whatever this skips: the build's own total is
+  // read every tick, and a peak loses nothing, the kernel keeps it
+  // (JobExec::sample). So with room to spare, 512 running jobs cost a
+  // fifth of the reads; a job's recorded curve then has a point every
+  // kRoomySample_s or so (its peak exact). Each call visits only its share
+  // of the jobs (kRoomyShare), in turn from where the last one stopped: a
+  // wave of jobs granted together, or a tick that came late (the build's
+  // processes had the cores), never makes one tick read them all (per-job
+  // due times alone did: one late tick found every job due, and from then
+  // on they were all due in the same tick). And within kRoomyBudget_s by
+  // `clock`: where reads are slow (the kernel busy with a wave of jobs
+  // joining and leaving their cgroups), the next tick goes on from there.
+  void sample(Governor& gov, const MemoryView& view, double t, const std::function<double()>& clock = {});
   static constexpr double kDenseAbove = 0.5;
   static constexpr double kRoomySample_s = 0.5;
+  static constexpr std::size_t kRoomyShare = 5;  // kRoomySample_s / the tick
+  static constexpr double kRoomyBudget_s = 0.004;
   // The memory of these jobs at their last reading.
   Bytes current(const std::vector<JobId>& ids);
 
  private:
   std::map<ConnId, ConnectedJob> by_conn_;
   std::map<JobId, ConnId> conn_of_;
+  JobId cursor_ = -1;  // the job sample() visited last: the next call goes on after it
 };
 
 }  // namespace memgate

@@ -45,6 +45,8 @@ class Pace {
   // or not at all while admission is due.
   int poll_timeout_ms(double now) const;
   bool tick_due(double now) const { return now >= next_tick_; }
+  // How long until the next tick (negative: overdue).
+  double until_tick(double now) const { return next_tick_ - now; }
   // A tick ran at `t`, and found the build using `used` of its effective
   // limit `limit`.
   void ticked(double t, Bytes used, Bytes limit);

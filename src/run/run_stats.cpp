@@ -38,10 +38,11 @@ std::string ms_fields(const char* name, const std::vector<double>& v) {
 std::string RunStats::json(double cpu_s, std::int64_t maxrss_kib, double wall_s, std::int64_t jobs) const {
   double per_job_ms = jobs > 0 ? cpu_s * 1e3 / static_cast<double>(jobs) : 0;
   return fmt::format(R"({{"cpu_s":{:.3f},"cpu_ms_per_job":{:.3f},"maxrss_kib":{},"wall_s":{:.3f},"jobs":{},)"
-                     R"("loop_turns":{},{},{},{},{}}})"
+                     R"("loop_turns":{},{},{},{},{},{},{}}})"
                      "\n",
                      cpu_s, per_job_ms, maxrss_kib, wall_s, jobs, turns_, ms_fields("tick", ticks_),
-                     ms_fields("tick_cpu", tick_cpus_), ms_fields("wait", waits_), ms_fields("reaction", reactions_));
+                     ms_fields("tick_cpu", tick_cpus_), ms_fields("scan", scans_), ms_fields("scan_cpu", scan_cpus_),
+                     ms_fields("wait", waits_), ms_fields("reaction", reactions_));
 }
 
 void RunStats::write(double wall_s, std::int64_t jobs) const {

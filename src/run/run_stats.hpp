@@ -3,7 +3,8 @@
 // with its own CPU time and peak RSS (getrusage of memgate alone, not its
 // children), every tick's duration (p50, p99, max) on the clock and in
 // memgate's own CPU time (on a loaded machine the first also counts the
-// time the build's processes had the cores), and each grant's wait:
+// time the build's processes had the cores), each ungated scan's likewise
+// (a loop turn of its own), and each grant's wait:
 // from the wrapper's request, and from the moment the grant became
 // possible (the later of the request and the last slot or memory given
 // back), which is memgate's own reaction time. Bookkeeping: the runner
@@ -25,6 +26,11 @@ class RunStats {
     ticks_.push_back(seconds);
     tick_cpus_.push_back(cpu_seconds);
   }
+  // One ungated scan (Runner::scan_ungated), in a loop turn of its own.
+  void scan(double seconds, double cpu_seconds) {
+    scans_.push_back(seconds);
+    scan_cpus_.push_back(cpu_seconds);
+  }
   void loop_turn() { ++turns_; }
   // A job gave back its slot and memory at `t`.
   void released(double t) { last_release_ = t; }
@@ -42,6 +48,7 @@ class RunStats {
  private:
   std::vector<double> ticks_;
   std::vector<double> tick_cpus_;
+  std::vector<double> scans_, scan_cpus_;
   std::vector<double> waits_;
   std::vector<double> reactions_;
   std::uint64_t turns_ = 0;

@@ -62,6 +62,7 @@ int Runner::run() {
     finish();
     return build_.exit_status();
   }
+  log::debug("memgate runs at nice {}", raise_own_priority());  // its ticks go before the build's processes
   main_loop();                                        // until the build and its jobs end
   end_leftovers();                                    // nothing of the build outlives it
   finish();                                           // history, summary, reports; cgroups, socket
@@ -169,7 +170,9 @@ void Runner::main_loop() {
     fds.push_back(pollfd{build_.signal_fd(), POLLIN, 0});
     server_->append_pollfds(fds);
     stats_.loop_turn();
-    int n = ::poll(fds.data(), fds.size(), pace_.poll_timeout_ms(now()));
+    int timeout_ms = pace_.poll_timeout_ms(now());
+    if (!pace_.scheduled() && prepare_jobs()) timeout_ms = 0;  // more idle work: back after a look at the sockets
+    int n = ::poll(fds.data(), fds.size(), std::min(timeout_ms, ungated_.ms_until_due(now())));
     if (n < 0 && errno != EINTR) {
       log::error("poll failed: {}", std::strerror(errno));
       begin_abort(SIGTERM);
@@ -180,6 +183,7 @@ void Runner::main_loop() {
     }
     if (pace_.take_scheduled()) schedule_now();
     if (pace_.tick_due(now())) tick();
+    else scan_ungated(now());  // when due, and never in a tick's turn
     if (build_.done() && !live_.empty() && !build_.aborting()) {
       // The build tool is gone but some wrappers live on (orphans of a
       // killed make): nobody waits for their output any more.

@@ -70,6 +70,7 @@ class Runner {
   void schedule_now();
   void step(double t);
   void tick();
+  bool prepare_jobs();
   void scan_ungated(double t);
   void apply(const Decisions& d);
   void grant(ConnectedJob& job);

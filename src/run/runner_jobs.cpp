@@ -14,6 +14,12 @@
 
 namespace memgate {
 
+namespace {
+// Idle work between loop turns (prepare_jobs) goes this long at a time,
+// and only when the next tick is further away than that.
+constexpr double kIdleWork_s = 0.001;
+}  // namespace
+
 void Runner::on_message(ConnId conn, const Message& m) {
   if (auto* r = std::get_if<RequestMsg>(&m)) return on_request(conn, *r);
   if (auto* s = std::get_if<StartedMsg>(&m)) return on_started(conn, *s);
@@ -169,11 +175,25 @@ void Runner::apply(const Decisions& d) {
     if (ConnectedJob* j = live_.by_job(id)) decline(*j);
 }
 
+// Idle work, a millisecond at a time: the cgroups of the grants to come
+// made ready (as many as jobs wait, at most the slots: a wave of exits
+// frees no more) and those of ended attempts removed, so neither a grant
+// nor an exit does it. Returns whether more is due; nothing while the next
+// tick is nearer than that millisecond.
+bool Runner::prepare_jobs() {
+  if (build_.aborting() || pace_.until_tick(now()) <= kIdleWork_s) return false;
+  const auto waiting = static_cast<std::size_t>(gov_->counts().waiting);
+  return ports_->prepare_jobs(std::min(waiting, static_cast<std::size_t>(machine_.slots)), kIdleWork_s);
+}
+
 // The scan's inputs (UngatedScan): the build's processes outside the
 // jobs' cgroups (reading them also checks the confinement), and those
-// known to be gated.
+// known to be gated. In a loop turn of its own (main_loop), never in a
+// tick's: it decides nothing the tick needs, and a scan in the tick made
+// one tick in five the longest.
 void Runner::scan_ungated(double t) {
   if (!ungated_.due(t)) return;
+  const double cpu0 = thread_cpu_s();
   std::vector<pid_t> build = ports_->build_processes(build_.running_pid());
   std::vector<pid_t> known;
   for (const auto& [conn, job] : live_) {
@@ -183,14 +203,14 @@ void Runner::scan_ungated(double t) {
       for (pid_t p : job.exec->tree()) known.push_back(p);
   }
   ungated_.scan(std::move(build), known, t);
+  stats_.scan(now() - t, thread_cpu_s() - cpu0);
 }
 
 void Runner::tick() {
   double t = now();
   const double cpu0 = thread_cpu_s();
   ports_->drop_idle();
-  live_.sample(*gov_, view_, now());
-  scan_ungated(t);
+  live_.sample(*gov_, view_, t, [this] { return now(); });
   view_ = ports_->read_memory(live_.current(gov_->active_jobs()));
   recorder_.sample_memory(t, view_.build_used);
   if (!build_.aborting()) {

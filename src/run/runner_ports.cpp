@@ -21,7 +21,11 @@ class LivePorts final : public RunnerPorts {
   void drop_idle() override { server_.drop_idle(JobServer::monotonic_seconds()); }
 
   std::unique_ptr<JobControl> start_job(JobId id) override {
-    return std::make_unique<JobExec>(cgroups_.job_parent(), cgroups_.build_leaf(), id, procs_);
+    return std::make_unique<JobExec>(cgroups_.job_cgroups(), cgroups_.build_leaf(), id, procs_);
+  }
+  bool prepare_jobs(std::size_t want, double budget_s) override {
+    const auto& jobs = cgroups_.job_cgroups();
+    return jobs && jobs->tidy(want, budget_s);
   }
   bool descends_from(pid_t pid, pid_t ancestor) const override { return platform::descends_from(pid, ancestor); }
   bool exists(pid_t pid) const override { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
@@ -34,8 +38,8 @@ class LivePorts final : public RunnerPorts {
 
   // Without a cgroup to list them, the build tool's /proc tree.
   std::vector<pid_t> build_processes(pid_t build_pid) override {
-    cgroups_.watch(build_pid);
     std::vector<pid_t> build = cgroups_.processes_outside_jobs();
+    cgroups_.watch(build_pid, build);
     if (build.empty() && build_pid > 0) build = platform::process_tree(build_pid);
     return build;
   }

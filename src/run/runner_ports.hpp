@@ -31,6 +31,10 @@ class RunnerPorts {
   virtual void drop_idle() = 0;
   // Process start: the OS side of a new job.
   virtual std::unique_ptr<JobControl> start_job(JobId id) = 0;
+  // Idle work for about `budget_s`: the OS side of the next `want` grants
+  // made ready, and that of ended attempts removed (JobCgroups::tidy).
+  // Returns whether more is due.
+  virtual bool prepare_jobs(std::size_t want, double budget_s) = 0;
   // `pid` lies below `ancestor` (the kernel-vouched wrapper).
   virtual bool descends_from(pid_t pid, pid_t ancestor) const = 0;
   // `pid` names a process (a zombie too) right now.

@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -97,6 +98,8 @@ class UngatedScan {
   explicit UngatedScan(std::string proc_root = "/proc") : proc_root_(std::move(proc_root)) {}
   // Whether a scan is due at `t`; if so, the next one is after kScan_s.
   bool due(double t);
+  // How long a loop may wait at `t` before the next scan is due.
+  int ms_until_due(double t) const { return static_cast<int>(std::max(0.0, next_scan_ - t) * 1000.0) + 1; }
   // memgate's parts could not be handed on: every compiler is ungated,
   // and each found says so.
   void gated_nothing() { gated_nothing_ = true; }

@@ -5,6 +5,7 @@
 // (bench/micro_scale.cpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ struct FakeJobState {
   bool oom = false;
   JobMemory mem;
   std::vector<pid_t> tree{4242};
+  std::function<void()> on_sample;  // e.g. time passing while it is read
 };
 
 class FakeJob final : public JobControl {
@@ -41,6 +43,7 @@ class FakeJob final : public JobControl {
   }
   JobMemory sample(Sampling) override {
     ++s_->samples;
+    if (s_->on_sample) s_->on_sample();
     return s_->mem;
   }
   bool freeze(bool frozen) override {
@@ -66,6 +69,8 @@ struct FakePorts final : RunnerPorts {
   bool alive = true;
   double cpu_s = 0;
   int idle_drops = 0;
+  int build_reads = 0;  // build_processes calls: ungated scans
+  std::vector<std::size_t> prepared_for;  // prepare_jobs' `want`, call by call
   std::vector<pid_t> build;
   MemoryView view;
 
@@ -76,6 +81,10 @@ struct FakePorts final : RunnerPorts {
   void close(ConnId conn) override { closed.push_back(conn); }
   pid_t peer_pid(ConnId conn) const override { return static_cast<pid_t>(1000 + conn); }
   void drop_idle() override { ++idle_drops; }
+  bool prepare_jobs(std::size_t want, double) override {
+    prepared_for.push_back(want);
+    return false;
+  }
   std::unique_ptr<JobControl> start_job(JobId id) override {
     auto s = std::make_shared<FakeJobState>();
     jobs[id] = s;
@@ -84,7 +93,10 @@ struct FakePorts final : RunnerPorts {
   bool descends_from(pid_t, pid_t) const override { return descends; }
   bool exists(pid_t) const override { return alive; }
   double cpu_seconds(const std::vector<pid_t>&) const override { return cpu_s; }
-  std::vector<pid_t> build_processes(pid_t) override { return build; }
+  std::vector<pid_t> build_processes(pid_t) override {
+    ++build_reads;
+    return build;
+  }
   MemoryView read_memory(Bytes) override { return view; }
 };
 

@@ -128,12 +128,14 @@ TEST(GovernorScale, TheWaitingJobsOfAShareOfLearningsArePredictedAgainAtOnce) {
   std::vector<JobId> running = s.gov->step({}, 0).admit;
   ASSERT_EQ(running.size(), 16u);
   const int before = s.predictions;
-  // 64 waiting: predicted again once 64/32 = 2 jobs were learned.
-  s.gov->exited(running[0], ExitKind::finished, 0, 0.01);
-  s.gov->learn(s.record(running[0], 0.01));
+  // 64 waiting: predicted again once 64/8 = 8 jobs were learned.
+  for (int i = 0; i < 7; ++i) {
+    s.gov->exited(running[i], ExitKind::finished, 0, 0.01 * (i + 1));
+    s.gov->learn(s.record(running[i], 0.01 * (i + 1)));
+  }
   EXPECT_EQ(s.predictions, before);
-  s.gov->exited(running[1], ExitKind::finished, 0, 0.02);
-  s.gov->learn(s.record(running[1], 0.02));
+  s.gov->exited(running[7], ExitKind::finished, 0, 0.08);
+  s.gov->learn(s.record(running[7], 0.08));
   EXPECT_EQ(s.predictions - before, 64);  // every waiting job (the running ones' came from history)
 }
 

@@ -46,7 +46,7 @@ TEST(JobExecCpu, ProcFallbackCountsTheTreeAndTheChildrenItWaitedFor) {
   int st = 0;
   ASSERT_EQ(::waitpid(child, &st, WUNTRACED), child);
   ASSERT_TRUE(WIFSTOPPED(st));
-  JobExec exec(std::nullopt, std::nullopt, 1);
+  JobExec exec(nullptr, std::nullopt, 1);
   EXPECT_TRUE(exec.prepare_attempt().empty());
   exec.set_child(child);
   JobMemory m = exec.sample(Sampling::exact);

@@ -4,6 +4,7 @@
 // measured, stopped, continued and killed through its /proc tree). Every
 // wait is on the child's own state change, never on time.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 
 #include "run/build_process.hpp"
@@ -102,6 +104,29 @@ TEST(SpawnBuild, TheBuildStartsWithAnEmptySignalMask) {
 
 // Without a cgroup a job is its program's /proc tree: measured by RSS,
 // stopped and continued by signal, killed by SIGKILL.
+// In a child, so this test's own priority is left alone: what raise_own_priority
+// returns, the niceness the child then has, each as an exit code (+ 20).
+static int niceness_after_raise(int start) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpriority(PRIO_PROCESS, 0, start);
+    const int said = raise_own_priority();
+    errno = 0;
+    const int now = ::getpriority(PRIO_PROCESS, 0);
+    _exit(errno == 0 && now == said ? now + 20 : 99);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) - 20 : 99;
+}
+
+TEST(OwnPriority, RisesToItsNiceness) {
+  if (::geteuid() != 0) GTEST_SKIP() << "raising a priority needs root (or RLIMIT_NICE)";
+  EXPECT_EQ(niceness_after_raise(0), kOwnNice);
+  EXPECT_EQ(niceness_after_raise(5), kOwnNice);
+  EXPECT_EQ(niceness_after_raise(kOwnNice), kOwnNice);
+}
+
 TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
   Child c;
   c.pid = ::fork();
@@ -109,7 +134,7 @@ TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
   if (c.pid == 0) {
     for (;;) ::pause();
   }
-  JobExec exec(std::nullopt, std::nullopt, 7);
+  JobExec exec(nullptr, std::nullopt, 7);
   EXPECT_TRUE(exec.prepare_attempt().empty()) << "no cgroup dirs to join";
   EXPECT_TRUE(exec.set_child(c.pid));
   EXPECT_FALSE(exec.has_cgroup());
@@ -131,7 +156,7 @@ TEST(JobExecProc, MeasuresFreezesAndKillsTheChildsTree) {
 }
 
 TEST(JobExecProc, AJobWithoutAChildHasNothingToFreeze) {
-  JobExec exec(std::nullopt, std::nullopt, 8);
+  JobExec exec(nullptr, std::nullopt, 8);
   exec.prepare_attempt();
   EXPECT_TRUE(exec.tree().empty());
   EXPECT_FALSE(exec.freeze(true)) << "the governor is told, and undoes the freeze";

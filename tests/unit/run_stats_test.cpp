@@ -24,6 +24,7 @@ TEST(RunStats, TheJsonCarriesTicksWaitsAndTheReaction) {
   RunStats s;
   s.tick(0.001, 0.0005);
   s.tick(0.003, 0.002);
+  s.scan(0.004, 0.0025);
   s.loop_turn();
   // Requested at 1 s, a slot freed at 4 s, granted at 4.5 s.
   s.released(4.0);
@@ -33,6 +34,9 @@ TEST(RunStats, TheJsonCarriesTicksWaitsAndTheReaction) {
   EXPECT_EQ(j["tick_n"].get<int>(), 2);
   EXPECT_DOUBLE_EQ(j["tick_max_ms"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(j["tick_cpu_max_ms"].get<double>(), 2.0);
+  EXPECT_EQ(j["scan_n"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(j["scan_p99_ms"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(j["scan_cpu_max_ms"].get<double>(), 2.5);
   EXPECT_DOUBLE_EQ(j["wait_p50_ms"].get<double>(), 3500.0);
   EXPECT_DOUBLE_EQ(j["reaction_p50_ms"].get<double>(), 500.0);
   EXPECT_EQ(j["loop_turns"].get<int>(), 1);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -41,24 +43,31 @@ ExitMsg exited(int status, double cpu_s = 1.0) {
 class RunnerStepsTest : public ::testing::Test {
  protected:
   RunnerStepsTest() {
+    use_governor(2, 1 * GiB);
+    auto ports = std::make_unique<FakePorts>();
+    ports_ = ports.get();
+    r_.ports_ = std::move(ports);
+  }
+
+  // A fresh governor with 4 GiB, `slots` slots and every job predicted
+  // at `peak` from its own history.
+  void use_governor(int slots, Bytes peak) {
     GovernorConfig gc;
     gc.budget = 4 * GiB;
     gc.hard_limit = 4 * GiB;
-    gc.slots = 2;
+    gc.slots = slots;
+    r_.machine_.slots = slots;
     r_.gov_ = std::make_unique<Governor>(
         gc,
-        [](const JobKey&) {
+        [peak](const JobKey&) {
           Prediction p;
-          p.peak = 1 * GiB;
+          p.peak = peak;
           p.source = PredictionSource::history;
           p.confidence = 1.0;
           return p;
         },
         [this](const JobRecord& rec) { learned_.push_back(rec.key.identity); });
     gov().on_fact([this](const JobFact& f) { r_.recorder_.observe(f); });
-    auto ports = std::make_unique<FakePorts>();
-    ports_ = ports.get();
-    r_.ports_ = std::move(ports);
   }
 
   // Each step is one turn of the loop: its messages, then the admission
@@ -67,6 +76,8 @@ class RunnerStepsTest : public ::testing::Test {
   void hang_up(ConnId conn) { r_.on_closed(conn); end_turn(); }
   void tick() { r_.tick(); end_turn(); }
   void end_turn() { if (r_.pace_.take_scheduled()) r_.schedule_now(); }
+  bool prepare_jobs() { return r_.prepare_jobs(); }
+  void scan_ungated() { r_.scan_ungated(r_.now()); }
   ConnectedJob& connected(ConnId conn) {
     ConnectedJob* job = r_.live_.find(conn);
     if (!job) throw std::out_of_range("no job on connection " + std::to_string(conn));
@@ -77,6 +88,8 @@ class RunnerStepsTest : public ::testing::Test {
   const GovJob& gov_job(ConnId conn) { return gov().job(job_of(conn)); }
   void apply(const Decisions& d) { r_.apply(d); }
   double now() const { return r_.now(); }
+  // The runner's clock jumps ahead, as over a tick that came late.
+  void skip_ahead(std::chrono::steady_clock::duration d) { r_.t0_ -= d; }
   FakeJobState& os(ConnId conn) { return *ports_->jobs.at(job_of(conn)); }
   auto extra(Counter c) { return r_.extra_counters_[c]; }
   std::size_t live() const { return r_.live_.size(); }
@@ -234,6 +247,89 @@ TEST_F(RunnerStepsTest, WithRoomAJobIsReadLessOftenAndNearTheLimitEveryTick) {
   tick();
   tick();
   EXPECT_EQ(os(1).samples, before + 2);
+}
+
+// A wave of jobs granted together is read a share per tick, and a tick
+// that comes late (every job due by then) still reads only its share: the
+// reads stay spread over the ticks, not gathered into one.
+TEST_F(RunnerStepsTest, WithRoomATickReadsItsShareOfTheJobsInTurnEvenWhenLate) {
+  use_governor(10, 100 * MiB);
+  for (ConnId c = 1; c <= 10; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();
+  for (ConnId c = 1; c <= 10; ++c) {
+    ASSERT_NE(std::get_if<GrantMsg>(&sent(c).back()), nullptr);
+    message(c, StartedMsg{500 + static_cast<pid_t>(c)});
+  }
+  ports_->view.build_used = 200 * MiB;
+  auto reads = [&] {
+    int n = 0;
+    for (ConnId c = 1; c <= 10; ++c) n += os(c).samples;
+    return n;
+  };
+  tick();
+  EXPECT_EQ(reads(), 2) << "a fifth of the running jobs";
+  for (int i = 0; i < 4; ++i) tick();
+  for (ConnId c = 1; c <= 10; ++c) EXPECT_EQ(os(c).samples, 1) << "conn " << c;
+  tick();
+  EXPECT_EQ(reads(), 10) << "none is due again within half a second";
+  skip_ahead(std::chrono::seconds(2));  // the next tick is late: every job is due
+  tick();
+  EXPECT_EQ(reads(), 12);
+  tick();
+  EXPECT_EQ(reads(), 14) << "the late tick's jobs were not all read at once, so their turns stay spread";
+}
+
+// Reads that take long (a kernel busy with a wave of jobs joining and
+// leaving their cgroups) end the tick's turn early; the next tick goes on
+// from there.
+TEST_F(RunnerStepsTest, WithRoomATickStopsReadingJobsAfterItsTimeBudget) {
+  use_governor(20, 100 * MiB);
+  for (ConnId c = 1; c <= 20; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();
+  for (ConnId c = 1; c <= 20; ++c) {
+    message(c, StartedMsg{500 + static_cast<pid_t>(c)});
+    os(c).on_sample = [this] { skip_ahead(std::chrono::milliseconds(3)); };
+  }
+  ports_->view.build_used = 200 * MiB;
+  auto read = [&] {
+    std::vector<ConnId> out;
+    for (ConnId c = 1; c <= 20; ++c)
+      if (os(c).samples > 0) out.push_back(c);
+    return out;
+  };
+  tick();
+  EXPECT_EQ(read(), (std::vector<ConnId>{1, 2})) << "its share is four, its time was up after two";
+  tick();
+  EXPECT_EQ(read(), (std::vector<ConnId>{1, 2, 3, 4}));
+}
+
+// The ungated scan is a loop turn of its own, every half second: it
+// decides nothing the tick needs, so it does not lengthen one.
+TEST_F(RunnerStepsTest, TheUngatedScanIsNotPartOfATick) {
+  start(1, "a.cpp", 501);
+  tick();
+  EXPECT_EQ(ports_->build_reads, 0);
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 1);
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 1) << "not again within half a second";
+  skip_ahead(std::chrono::seconds(1));
+  scan_ungated();
+  EXPECT_EQ(ports_->build_reads, 2);
+}
+
+// While the loop is idle, job cgroups are made ready for the jobs that
+// wait, at most as many as there are slots.
+TEST_F(RunnerStepsTest, IdleWorkReadiesTheOsSideOfTheJobsThatWaitUpToTheSlots) {
+  for (ConnId c = 1; c <= 3; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  tick();  // two start
+  prepare_jobs();
+  ASSERT_EQ(ports_->prepared_for.size(), 1u);
+  EXPECT_EQ(ports_->prepared_for.back(), 1u) << "one waits";
+  for (ConnId c = 4; c <= 6; ++c) message(c, request(fmt::format("s{}.cpp", c)));
+  prepare_jobs();
+  ASSERT_EQ(ports_->prepared_for.size(), 2u);
+  EXPECT_EQ(ports_->prepared_for.back(), 2u) << "four wait, two slots";
 }
 
 TEST_F(RunnerStepsTest, TheTickFreezesTheNewestJobWhenMemoryRunsShortAndThawsItLater) {
