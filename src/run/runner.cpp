@@ -147,7 +147,8 @@ bool Runner::start_build() {
   // whose user said MEMGATE_TU_SIZE=0.
   const char* tu = std::getenv("MEMGATE_TU_SIZE");
   const bool refused = tu && std::string_view(tu) == "0";
-  spec.env_changes["MEMGATE_TU_SIZE"] = refused ? "0" : known_.progress().jobs > 0 ? "" : "1";
+  std::string tu_size = refused ? std::string("0") : known_.progress().jobs > 0 ? std::string() : std::string("1");
+  spec.env_changes["MEMGATE_TU_SIZE"] = std::move(tu_size);
   spec.cgroup_dirs = cgroups_->build_dirs();
   if (std::string why = tokens_.serve(opt_, *socket_dir_, machine_.slots, spec.env_changes, spec.inherit_fds); !why.empty())
     degraded_.push_back("no jobserver: " + why);
