@@ -203,6 +203,7 @@ std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes n
   Shadow sh(head, need, left, free_slots, cfg_.slots, now);
   for (const auto& [id, r] : active_)
     if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
+  sh.seal();
   if (!std::isfinite(sh.head_time())) return std::nullopt;
   return sh;
 }
@@ -237,17 +238,16 @@ void Governor::Shadow::envelope_releases(const Prediction& p, Bytes peak, Bytes&
 void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   const Prediction& p = r.pred;
   if (p.wall_s <= 0) return;
-  std::vector<Release> mine;
   // From its progress on, at its predicted speed: a job slowed by
   // contention (its CPU progress behind its wall time) ends later.
   const double x0 = std::max(0.0, progress(r, now));
-  if (r.state == JobState::running) envelope_releases(p, std::max(p.peak, r.peak_floor), held, x0, now, mine);
-  mine.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
-                  r.weight(slots_)});
-  for (const Release& x : mine)
-    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
-                                      [](double t, const Release& y) { return t < y.t; }),
-                     x);
+  if (r.state == JobState::running) envelope_releases(p, std::max(p.peak, r.peak_floor), held, x0, now, releases_);
+  releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
+                       r.weight(slots_)});
+}
+
+void Governor::Shadow::seal() {
+  std::stable_sort(releases_.begin(), releases_.end(), [](const Release& x, const Release& y) { return x.t < y.t; });
   head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
 }
 
