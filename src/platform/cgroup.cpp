@@ -55,8 +55,12 @@ Status make_dir(const std::string& path) {
 }
 
 // rmdir `dir` after its children; ENOENT counts as done. EBUSY is tried
-// again `tries` times, poll_step apart.
+// again `tries` times, poll_step apart. A job's cgroup seldom has
+// children, so rmdir is tried before the directory is listed (a listing
+// of a cgroup reads past every control file: at 2000 jobs that was a
+// tenth of removing them).
 Status remove_tree(const std::string& dir, int tries = remove_tries) {
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return ok_status();
   for (const auto& child : child_dirs(dir)) {
     auto st = remove_tree(child, tries);
     if (!st) return st;

@@ -39,7 +39,6 @@ std::vector<std::string> JobExec::prepare_attempt() {
   }
   cg_ = *cg;
   log::debug("job {} attempt {}: cgroup {}", job_id_, attempt_, cg_->memory_dir());
-  oom_base_ = cg_->oom_kills().value_or(0);
   std::vector<std::string> dirs{cg_->memory_dir()};
   if (!cg_->freezer_dir().empty() && cg_->freezer_dir() != cg_->memory_dir()) dirs.push_back(cg_->freezer_dir());
   return dirs;
@@ -49,7 +48,11 @@ bool JobExec::set_child(pid_t pid) {
   child_ = pid;
   joined_ = true;
   if (!cg_ || pid <= 0) return true;
-  auto members = cg_->all_processes();
+  // The wrapper joins the job's own cgroup, so one read says so; the
+  // whole tree is walked only when it is not there.
+  auto members = cg_->processes();
+  if (std::find(members.begin(), members.end(), pid) != members.end()) return true;
+  members = cg_->all_processes();
   if (std::find(members.begin(), members.end(), pid) != members.end()) return true;
   // Gone already, or never there: only a live process outside says which.
   if (::kill(pid, 0) != 0) return true;
@@ -143,9 +146,11 @@ void JobExec::kill() {
   for (pid_t p : fresh_tree()) ::kill(p, SIGCONT);
 }
 
+// The attempt's cgroup was made for it (JobCgroups) and never used
+// before: every OOM kill it counts is this attempt's.
 bool JobExec::oom_killed() const {
   if (!cg_) return false;
-  return cg_->oom_kills().value_or(0) > oom_base_;
+  return cg_->oom_kills().value_or(0) > 0;
 }
 
 // The attempt's program has ended (the wrapper reaped it): nothing of it

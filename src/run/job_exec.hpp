@@ -100,7 +100,6 @@ class JobExec final : public JobControl {
   std::shared_ptr<platform::ProcSnapshot> procs_;
   int attempt_ = 0;
   pid_t child_ = 0;
-  std::int64_t oom_base_ = 0;
   Bytes proc_peak_ = 0;  // /proc fallback: the highest sample
   JobMemory slow_;         // the peak and CPU time as last read
   double slow_read_s_ = -1;
