@@ -37,8 +37,14 @@ std::optional<std::string> read(const std::string& dir, std::string_view file) {
 }
 
 // Child cgroup directories of `dir` (v1 and v2 alike show them as subdirs).
+// kernfs keeps a directory's link count at 2 plus its subdirectories, so
+// a cgroup without children (most job cgroups) is told by one stat, not a
+// listing past all its control files. Any other count (1: a file system
+// that does not keep it) lists.
 std::vector<std::string> child_dirs(const std::string& dir) {
   std::vector<std::string> out;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 2) return out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
   while (const dirent* e = ::readdir(d)) {
