@@ -361,7 +361,8 @@ class Governor {
   // with its margin, speculative admissions in flight, and jobs past their
   // peak or finished.
   struct LiveSiblings {
-    double best_w = 0;
+    double best_w = 0;          // over every sibling that has run min_s
+    double best_w_falling = 0;  // over those past their peak only
     int in_flight = 0, confirmed = 0;
   };
   LiveSiblings live_siblings(const std::string& klass, double now) const;
@@ -369,7 +370,11 @@ class Governor {
   // or a klass-wide guess, what its klass's running jobs show (see
   // GovernorConfig), or 0 when they show nothing usable or the klass has
   // as many such admissions in flight as jobs past their peak or finished
-  // (a slow start: optimistic jobs at most double per peak).
+  // (a slow start: optimistic jobs at most double per peak). A sibling
+  // still rising counts only against a default: its peak so far says
+  // nothing of the peak to come (an nvcc job rises for half its life), so
+  // a guess from data about this job (a similar stem, the klass per
+  // preprocessed byte) is not overruled by it.
   Bytes cold_need(const GovJob& j, const LiveSiblings& s) const;
 
   GovernorConfig cfg_;

@@ -885,6 +885,27 @@ TEST(ColdAdmission, OnlyColdJobsOfTheSameKlassUseIt) {
   for (JobId id : {other, known, similar}) EXPECT_FALSE(f.g().job(id).queue.speculative);
 }
 
+// A sibling still rising overrules only a default: a guess from data about
+// this job (a similar stem of the shipped prior) stands until a sibling is
+// past its peak. flash-real's cold run froze and killed three kernels
+// admitted on a sibling's first 0.3 GiB x 1.5.
+TEST(ColdAdmission, ARisingSiblingDoesNotOverruleAGuessFromData) {
+  Fixture f(8 * GiB);
+  const std::string k = "nvcc:compile[sm_80]";
+  JobId a = submit_cold(f, "a", k, 4 * GiB);
+  JobId b = submit_cold(f, "b", k, 6 * GiB, PredictionSource::similar, 0.3);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 300 * MiB, 300 * MiB, 2);
+  EXPECT_TRUE(f.g().step(used(300 * MiB), 2).admit.empty()) << "A's 0.3 GiB so far says nothing of B's peak";
+  EXPECT_FALSE(f.g().job(b).queue.speculative);
+  f.g().sample(a, 2 * GiB, 2 * GiB, 10);
+  EXPECT_TRUE(f.g().step(used(2 * GiB), 10).admit.empty()) << "still rising";
+  // A past its peak: its 2 GiB, x1.15, is evidence now.
+  f.g().sample(a, 1 * GiB, 2 * GiB, 12);
+  ASSERT_EQ(f.g().step(used(1 * GiB), 12).admit, std::vector<JobId>{b});
+  EXPECT_EQ(f.g().job(b).pred.peak, static_cast<Bytes>(std::llround(2.0 * GiB * 1.15)));
+}
+
 // A klass-wide guess from one heavy job (the class's 0.9 quantile) is cold too.
 TEST(ColdAdmission, AKlassWideGuessIsColdToo) {
   Fixture f(6 * GiB);
