@@ -83,12 +83,12 @@ struct GovernorConfig {
   // stream of small ones.
   double starvation_s = 30;
   AdmissionPolicy admission = AdmissionPolicy::packing;
-  // Live evidence. Cold admission (cold_need): a running job's peak so
-  // far, per unit of CPU weight, times a margin predicts a waiting job of
-  // its klass that has nothing better than a default or a klass-wide
-  // guess; the margin is larger while the running job is still rising.
-  // Only jobs that have run min_s count as evidence, for that and for a
-  // job's own curve overriding its guess (reservation).
+  // Live evidence. Cold admission (cold_need): the peak of a running job
+  // past its peak, per unit of CPU weight, times margin_falling predicts a
+  // waiting job of its klass that has nothing better than a default or a
+  // klass-wide guess. A job whose own curve contradicts its guess (peaked
+  // under half of it and falling) holds its peak times margin_rising: it
+  // may rise again. Only jobs that have run min_s count as evidence.
   struct Live {
     double margin_rising = 1.5;
     double margin_falling = 1.15;
@@ -357,24 +357,24 @@ class Governor {
   // A default, or an estimate from few jobs or from profiles alone.
   static bool weak_guess(const Prediction& p);
   // What a klass's running jobs show, read once per admission step for
-  // all its waiting jobs: the largest peak so far per unit of CPU weight
-  // with its margin, speculative admissions in flight, and jobs past their
-  // peak or finished.
+  // all its waiting jobs: the largest peak of a job past it, per unit of
+  // CPU weight with its margin, speculative admissions in flight, and jobs
+  // past their peak or finished.
   struct LiveSiblings {
-    double best_w = 0;          // over every sibling that has run min_s
-    double best_w_falling = 0;  // over those past their peak only
+    double best_w = 0;  // over the siblings past their peak that have run min_s
     int in_flight = 0, confirmed = 0;
   };
   LiveSiblings live_siblings(const std::string& klass, double now) const;
   // Cold admission: for a waiting job predicted by no more than a default
-  // or a klass-wide guess, what its klass's running jobs show (see
-  // GovernorConfig), or 0 when they show nothing usable or the klass has
-  // as many such admissions in flight as jobs past their peak or finished
-  // (a slow start: optimistic jobs at most double per peak). A sibling
-  // still rising counts only against a default: its peak so far says
-  // nothing of the peak to come (an nvcc job rises for half its life), so
-  // a guess from data about this job (a similar stem, the klass per
-  // preprocessed byte) is not overruled by it.
+  // or a klass-wide guess, what its klass's jobs past their peak show (see
+  // GovernorConfig), or 0 when none does or the klass has as many such
+  // admissions in flight as jobs past their peak or finished (a slow
+  // start: optimistic jobs at most double per peak). A sibling still
+  // rising is no evidence: its peak so far says nothing of the peak to
+  // come (an nvcc job rises for half its life; on a loaded machine a job
+  // is slow to get its memory), and admitting on it cost flash-real's
+  // cold run a requeue and made make take a token for a job memory had
+  // no room for.
   Bytes cold_need(const GovJob& j, const LiveSiblings& s) const;
 
   GovernorConfig cfg_;

@@ -381,20 +381,20 @@ Governor::LiveSiblings Governor::live_siblings(const std::string& klass, double 
     const bool falling = r.run.attempt_peak > 0 && r.run.current < scale(r.run.attempt_peak, 0.9);
     if (falling) ++s.confirmed;
     else if (r.queue.speculative) ++s.in_flight;
-    if (now - r.run.start_t < cfg_.live.min_s || r.run.attempt_peak <= 0) continue;
-    const double margin = falling ? cfg_.live.margin_falling : cfg_.live.margin_rising;
-    const double w = static_cast<double>(r.run.attempt_peak) / r.weight(cfg_.slots) * margin;
+    // Only a sibling past its peak shows a peak: one still rising shows
+    // what it has got to so far (an nvcc job rises for half its life, and a
+    // job on a loaded machine is slow to get its memory).
+    if (!falling || now - r.run.start_t < cfg_.live.min_s) continue;
+    const double w = static_cast<double>(r.run.attempt_peak) / r.weight(cfg_.slots) * cfg_.live.margin_falling;
     s.best_w = std::max(s.best_w, w);
-    if (falling) s.best_w_falling = std::max(s.best_w_falling, w);
   }
   return s;
 }
 
 Bytes Governor::cold_need(const GovJob& j, const LiveSiblings& s) const {
   if (!weak_guess(j.pred) || j.attempts > 0) return 0;  // a job that was killed knows better
-  const double w = j.pred.source == PredictionSource::fallback ? s.best_w : s.best_w_falling;
-  if (w <= 0 || s.in_flight >= std::max(1, s.confirmed)) return 0;
-  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(w * std::max(1, j.key.cpu_weight))));
+  if (s.best_w <= 0 || s.in_flight >= std::max(1, s.confirmed)) return 0;
+  return std::max(j.peak_floor, static_cast<Bytes>(std::llround(s.best_w * std::max(1, j.key.cpu_weight))));
 }
 
 }  // namespace memgate

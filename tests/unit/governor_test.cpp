@@ -834,7 +834,7 @@ JobId submit_cold(Fixture& f, const std::string& id, const std::string& klass, B
 
 }  // namespace
 
-TEST(ColdAdmission, AWaitingJobStartsOnItsRunningSiblingsLivePeak) {
+TEST(ColdAdmission, AWaitingJobStartsOnTheLivePeakOfASiblingPastIt) {
   Fixture f(6 * GiB);
   const std::string nvcc = "nvcc:compile[sm_80]";
   JobId a = submit_cold(f, "a", nvcc, 4 * GiB);
@@ -843,11 +843,30 @@ TEST(ColdAdmission, AWaitingJobStartsOnItsRunningSiblingsLivePeak) {
   f.g().sample(a, 1 * GiB, 1 * GiB, 0.5);
   EXPECT_TRUE(f.g().step(used(1 * GiB), 0.5).admit.empty()) << "half a second says too little";
   f.g().sample(a, 1 * GiB, 1 * GiB, 2);
-  ASSERT_EQ(f.g().step(used(1 * GiB), 2).admit, std::vector<JobId>{b});
+  EXPECT_TRUE(f.g().step(used(1 * GiB), 2).admit.empty()) << "still rising: 1 GiB so far says nothing of its peak";
+  f.g().sample(a, 1536 * MiB, 1536 * MiB, 10);
+  f.g().sample(a, 1 * GiB, 1536 * MiB, 12);
+  ASSERT_EQ(f.g().step(used(1 * GiB), 12).admit, std::vector<JobId>{b});
   const GovJob& jb = f.g().job(b);
   EXPECT_TRUE(jb.queue.speculative);
-  EXPECT_EQ(jb.pred.peak, 3 * GiB / 2);  // A's 1 GiB so far, x1.5 while it still rises
-  EXPECT_EQ(f.record(b, 2).predicted.source, PredictionSource::build);
+  EXPECT_EQ(jb.pred.peak, static_cast<Bytes>(std::llround(1536.0 * MiB * 1.15)));  // A's peak, x1.15
+  EXPECT_EQ(f.record(b, 12).predicted.source, PredictionSource::build);
+}
+
+// On a loaded machine a job is slow to get its memory: the first job of a
+// build, at 20% of its peak a second in, was taken at 1.5 x that, a second
+// admitted beside it, and both were memory make then took a token for
+// (e2e run_jobserver_make failed in CI). Its default stands until it falls.
+TEST(ColdAdmission, ASlowStartIsNoEvidence) {
+  Fixture f(900 * MiB);
+  const std::string k = "c:compile";
+  JobId a = submit_cold(f, "a", k, 512 * MiB);
+  JobId b = submit_cold(f, "b", k, 512 * MiB);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 120 * MiB, 120 * MiB, 1.2);
+  EXPECT_TRUE(f.g().step(used(120 * MiB), 1.2).admit.empty());
+  EXPECT_FALSE(f.g().job(b).queue.speculative);
+  EXPECT_TRUE(f.g().job(b).queue.blocked_by_memory);
 }
 
 TEST(ColdAdmission, SlowStartOneMorePerJobPastItsPeak) {
@@ -859,16 +878,17 @@ TEST(ColdAdmission, SlowStartOneMorePerJobPastItsPeak) {
   for (const char* id : {"b", "c", "d", "e"}) rest.push_back(submit_cold(f, id, k, 60 * GiB));
   ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 2 * GiB, 2 * GiB, 2);
-  Decisions d = f.g().step(used(2 * GiB), 2);
-  ASSERT_EQ(d.admit.size(), 1u) << "one optimistic job while nothing is known past its peak";
+  EXPECT_TRUE(f.g().step(used(2 * GiB), 2).admit.empty()) << "nothing is known past its peak";
+  // A falls past its peak: one job confirmed, one optimistic job.
+  f.g().sample(a, 1 * GiB, 2 * GiB, 4);
+  Decisions d = f.g().step(used(1 * GiB), 4);
+  ASSERT_EQ(d.admit.size(), 1u) << "one optimistic job per job past its peak";
   JobId b = d.admit[0];
-  // A falls past its peak: one job confirmed, B still rising: no more.
-  f.g().sample(a, 1 * GiB, 4 * GiB, 4);
-  f.g().sample(b, 2 * GiB, 2 * GiB, 4);
-  EXPECT_TRUE(f.g().step(used(3 * GiB), 4).admit.empty());
+  f.g().sample(b, 2 * GiB, 2 * GiB, 6);
+  EXPECT_TRUE(f.g().step(used(3 * GiB), 6).admit.empty()) << "B still rising: in flight";
   // B falls too: two confirmed, none in flight: two more.
-  f.g().sample(b, 1 * GiB, 4 * GiB, 6);
-  d = f.g().step(used(2 * GiB), 6);
+  f.g().sample(b, 1 * GiB, 4 * GiB, 8);
+  d = f.g().step(used(2 * GiB), 8);
   EXPECT_EQ(d.admit.size(), 2u);
   for (JobId id : d.admit) EXPECT_EQ(f.g().job(id).pred.peak, static_cast<Bytes>(std::llround(4.0 * GiB * 1.15)));
 }
@@ -925,9 +945,9 @@ TEST(ColdAdmission, AMissIsFrozenNotOom) {
   JobId a = submit_cold(f, "a", k, 4 * GiB);
   JobId b = submit_cold(f, "b", k, 4 * GiB);
   f.g().step(used(0), 0);
-  f.g().sample(a, 1 * GiB, 1 * GiB, 2);
+  f.g().sample(a, 1 * GiB, 1200 * MiB, 2);  // a first peak, falling
   ASSERT_EQ(f.g().step(used(1 * GiB), 2).admit, std::vector<JobId>{b});
-  f.g().sample(a, 3 * GiB, 3 * GiB, 10);
+  f.g().sample(a, 3 * GiB, 3 * GiB, 10);  // and a second, higher one
   f.g().sample(b, 3 * GiB, 3 * GiB, 10);
   Decisions d = f.g().step(used(6 * GiB - 100 * MiB), 10);
   EXPECT_EQ(d.freeze, std::vector<JobId>{b});
