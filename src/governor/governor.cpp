@@ -290,6 +290,11 @@ void Governor::freeze_failed(JobId id) {
   count(Counter::freeze_failed);
 }
 
+bool Governor::wants_cpu(JobId id) const {
+  auto it = jobs_.find(id);
+  return it != jobs_.end() && it->second.pred.cpu_s > 0 && envelope_declines(it->second.pred);
+}
+
 void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cpu_s) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;

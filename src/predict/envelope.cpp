@@ -94,6 +94,12 @@ Envelope envelope_for(const Prediction& p) {
   return step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
 }
 
+bool envelope_declines(const Prediction& p) {
+  if (!p.envelope.empty()) return p.envelope.at.back() < 1.0;  // non-increasing
+  if (p.peak <= 0 || !(p.peak_over_frac < 1.0) || p.after_peak <= 0) return false;  // as step_envelope
+  return p.after_peak < p.peak;
+}
+
 Envelope sanitized_envelope(const std::vector<double>& at) {
   Envelope e;
   if (at.size() < static_cast<std::size_t>(kEnvelopeMinPoints) || at.size() > static_cast<std::size_t>(kEnvelopeMaxPoints))

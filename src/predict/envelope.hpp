@@ -43,6 +43,10 @@ double envelope_at(const Envelope& e, double x);
 // peak_over_frac and after_peak.
 Envelope envelope_for(const Prediction& p);
 
+// Whether the prediction's envelope falls below 1: what the job holds
+// past its peak then depends on its progress. Does not copy it.
+bool envelope_declines(const Prediction& p);
+
 // A stored envelope made safe to use: values clamped to [0, 1], made
 // non-increasing, 1 at x = 0. Empty when it has too few or too many
 // points or a value that is not a number.

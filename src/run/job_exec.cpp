@@ -104,7 +104,7 @@ JobMemory JobExec::sample(Sampling how) {
       const double t = monotonic_s();
       if (how == Sampling::exact || (slow_read_s_ >= 0 && t - slow_read_s_ >= kSlowSample_s)) {
         slow_.peak = std::max(slow_.peak, cg_->peak().value_or(0));
-        slow_.cpu_s = cgroup_cpu_s();
+        if (how != Sampling::memory) slow_.cpu_s = cgroup_cpu_s();
         slow_read_s_ = t;
       } else if (slow_read_s_ < 0) {
         // The first sample sets the phase and reads nothing slow: a wave

@@ -20,6 +20,7 @@ namespace memgate {
 struct FakeJobState {
   std::vector<std::string> dirs{"/fake/job"};  // what prepare_attempt hands the wrapper
   int prepared = 0, ended = 0, kills = 0, samples = 0;
+  Sampling last_sampling = Sampling::exact;  // what the last sample() was asked for
   pid_t child = 0;
   bool joined = true;  // set_child's answer
   bool frozen = false;
@@ -41,8 +42,9 @@ class FakeJob final : public JobControl {
     s_->child = pid;
     return s_->joined;
   }
-  JobMemory sample(Sampling) override {
+  JobMemory sample(Sampling how) override {
     ++s_->samples;
+    s_->last_sampling = how;
     if (s_->on_sample) s_->on_sample();
     return s_->mem;
   }

@@ -146,3 +146,19 @@ TEST(Envelope, MeasuredNvccJobsAreCoveredAndFall) {
   }
   EXPECT_GE(checked, 10);
 }
+
+TEST(Envelope, DeclinesWhenItFallsBelowThePeak) {
+  Prediction p;
+  EXPECT_FALSE(envelope_declines(p)) << "nothing known";
+  p.peak = 4 * GiB;
+  p.after_peak = 4 * GiB;
+  p.peak_over_frac = 0.5;
+  EXPECT_FALSE(envelope_declines(p)) << "a flat tail";
+  p.after_peak = 1 * GiB;
+  EXPECT_TRUE(envelope_declines(p)) << "a step";
+  EXPECT_EQ(envelope_declines(p), envelope_at(envelope_for(p), 1) < 1);
+  p.envelope = sanitized_envelope({1, 1, 1, 1});
+  EXPECT_FALSE(envelope_declines(p)) << "its own envelope wins";
+  p.envelope = sanitized_envelope({1, 0.9, 0.5, 0.5});
+  EXPECT_TRUE(envelope_declines(p));
+}

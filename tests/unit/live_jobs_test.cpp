@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "predict/envelope.hpp"
 #include "support/runner_fakes.hpp"
 
 using namespace memgate;
@@ -19,11 +20,15 @@ class LiveJobsTest : public ::testing::Test {
     GovernorConfig gc;
     gc.budget = gc.hard_limit = 4 * GiB;
     gc.slots = 4;
-    gov_ = std::make_unique<Governor>(gc, [](const JobKey&) {
+    gov_ = std::make_unique<Governor>(gc, [](const JobKey& k) {
       Prediction p;
       p.peak = 256 * MiB;
       p.source = PredictionSource::history;
       p.confidence = 1;
+      if (k.identity == "job9") {  // falls to a quarter at 30% of its 20 s of CPU
+        p.cpu_s = 20;
+        p.envelope = step_envelope(0.3, 0.25);
+      }
       return p;
     });
   }
@@ -115,4 +120,16 @@ TEST_F(LiveJobsTest, WithRoomToSpareEachJobIsReadEveryHalfSecondInItsOwnPhase) {
   EXPECT_GE(b.samples, 2);
   EXPECT_LE(b.samples, 3);
   EXPECT_LT(a.samples + b.samples, 20) << "not every tick";
+}
+
+// The CPU time is read only for a job whose reservation follows its
+// progress: a declining envelope and a predicted CPU time.
+TEST_F(LiveJobsTest, OnlyAJobReleasedByItsProgressHasItsCpuTimeRead) {
+  FakeJobState& flat = running(1, 0);
+  FakeJobState& falls = running(9, 0);
+  for (double t = 1; t < 3 && (flat.samples == 0 || falls.samples == 0); t += 0.5) live_.sample(*gov_, view_, t, nullptr);
+  ASSERT_GT(flat.samples, 0);
+  ASSERT_GT(falls.samples, 0);
+  EXPECT_EQ(flat.last_sampling, Sampling::memory);
+  EXPECT_EQ(falls.last_sampling, Sampling::quick);
 }
