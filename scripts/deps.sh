@@ -10,8 +10,9 @@ memgate_install_deps() {
               # The libFuzzer targets (tests/fuzz, ctest -L fuzz, bench/fuzz): clang with its runtimes.
               clang-14 libclang-rt-14-dev
               # Shell completion (tests/e2e/cli_completion.sh loads the zsh one), the man page and
-              # `man -l` (cli_help), tmux (run_tty), ip (tests/lib/icecc.sh's network namespace), bc, xz.
-              zsh help2man man-db tmux iproute2 bc xz-utils
+              # `man -l` (cli_help), tmux (run_tty), ip (tests/lib/icecc.sh's network namespace), bc, xz,
+              # /usr/bin/time (memjob_profile's CPU of a replayed curve, bench/lib/cold-record's peak RSS).
+              zsh help2man man-db tmux iproute2 bc xz-utils time
               # Distributed engines and launchers (run_distcc*, run_offload, run_governed_server,
               # run_icecc, run_sccache, run_nvcc_nested's ccache), Rust (run_cargo).
               distcc icecc sccache ccache cargo rustc
