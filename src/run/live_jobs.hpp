@@ -75,8 +75,11 @@ class LiveJobs {
   // joining and leaving their cgroups), the next tick goes on from there.
   void sample(Governor& gov, const MemoryView& view, double t, const std::function<double()>& clock = {});
   static constexpr double kDenseAbove = 0.5;
-  static constexpr double kRoomySample_s = 0.5;
-  static constexpr std::size_t kRoomyShare = 5;  // kRoomySample_s / the tick
+  // Once a second: at 2000 jobs, 512 running, twice a second was a sixth
+  // of memgate's CPU (docs/scale.md), for points on curves that are only
+  // recorded, never acted on, while the build is this far from its limit.
+  static constexpr double kRoomySample_s = 1.0;
+  static constexpr std::size_t kRoomyShare = 10;  // kRoomySample_s / the tick
   static constexpr double kRoomyBudget_s = 0.004;
   // The memory of these jobs at their last reading.
   Bytes current(const std::vector<JobId>& ids);
