@@ -108,9 +108,14 @@ for i, j in second.items():
     assert j["predicted_source"] == "history", (i, j["predicted_source"])
     peak = first[i]["peak_bytes"]
     assert abs(j["predicted_peak_bytes"] - peak) <= 0.2 * peak, (i, j["predicted_peak_bytes"], peak)
+    # Each identity learns its own CPU time. Whether two archs cost 1.2x one
+    # is hipcc's business, and CPU time on a shared 2-core VM varies by a
+    # third between builds (CI once measured 6.6 s against 5.9 s, then 6.9
+    # against 4.3), so the ratio is printed, not asserted.
+    cpu = first[i]["cpu_s"]
+    assert abs(j["predicted_cpu_s"] - cpu) <= 0.2 * cpu + 0.1, (i, j["predicted_cpu_s"], cpu)
 # Two archs: two device compiles, one after the other.
 assert second[two]["predicted_peak_bytes"] >= 0.95 * second[one]["predicted_peak_bytes"], "two-arch job predicted lighter"
-assert second[two]["predicted_cpu_s"] >= 1.2 * second[one]["predicted_cpu_s"], "two-arch job not predicted heavier in CPU"
 print(f'# two archs against one: predicted CPU {second[two]["predicted_cpu_s"] / second[one]["predicted_cpu_s"]:.2f}x, '
       f'peak {second[two]["predicted_peak_bytes"] / second[one]["predicted_peak_bytes"]:.2f}x', file=sys.stderr)
 PY
