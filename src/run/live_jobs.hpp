@@ -76,8 +76,10 @@ class LiveJobs {
   void sample(Governor& gov, const MemoryView& view, double t, const std::function<double()>& clock = {});
   static constexpr double kDenseAbove = 0.5;
   // Once a second: at 2000 jobs, 512 running, twice a second was a sixth
-  // of memgate's CPU (docs/scale.md), for points on curves that are only
-  // recorded, never acted on, while the build is this far from its limit.
+  // of memgate's CPU (docs/scale.md). This far from the limit a reading
+  // still moves the job's reservation and tells when it is past its peak,
+  // but a second's delay in either costs nothing: nothing waits on room
+  // the build does not lack, and the total is still read every tick.
   static constexpr double kRoomySample_s = 1.0;
   static constexpr std::size_t kRoomyShare = 10;  // kRoomySample_s / the tick
   static constexpr double kRoomyBudget_s = 0.004;
