@@ -77,9 +77,10 @@ class LiveJobs {
   static constexpr double kDenseAbove = 0.5;
   // Once a second: at 2000 jobs, 512 running, twice a second was a sixth
   // of memgate's CPU (docs/scale.md). This far from the limit a reading
-  // still moves the job's reservation and tells when it is past its peak,
-  // but a second's delay in either costs nothing: nothing waits on room
-  // the build does not lack, and the total is still read every tick.
+  // still moves the job's reservation and tells when it is past its peak;
+  // either now comes up to half a second later, which at this distance
+  // from the limit delays an admission, never risks one. The build's total
+  // is still read every tick.
   static constexpr double kRoomySample_s = 1.0;
   static constexpr std::size_t kRoomyShare = 10;  // kRoomySample_s / the tick
   static constexpr double kRoomyBudget_s = 0.004;
