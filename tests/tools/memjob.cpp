@@ -32,9 +32,10 @@
 // seconds per wall second) the curve's clock is the job's own CPU time / R
 // and memjob burns CPU R of each step and sleeps the rest: on a loaded
 // machine, or frozen, the curve stretches as a compiler's would. Without
-// --rate it follows the wall clock, sleeping. Either clock stands still
-// while memory is being got, so the memory follows the curve exactly and
-// a job that was slow to get it runs longer. bench/run's flash-real
+// --rate it follows the wall clock, sleeping. Getting the memory is part
+// of a step's time; only when it takes longer than the step does either
+// clock wait for it, so the memory follows the curve exactly and a job
+// that was slow to get it runs longer. bench/run's flash-real
 // workload replays the flash-attn profiles this way.
 //
 // Spec files: every line of SRC containing "memjob:" adds the options after
@@ -420,27 +421,35 @@ double curve_at(const std::vector<CurvePoint>& pts, double t) {
 
 // --curve: the curve's clock is CPU time / rate (or the wall clock), so a
 // job that gets less CPU than it asks for takes longer, as a compiler does.
-// Time spent getting memory does not move the clock: the measured curve
-// already holds the real job's own cost of it, and on a VM whose host
-// backs memory lazily touching pages cost more CPU than the whole job, so
-// the clock ran past the peak before the memory got there (a 6.4 GB
-// kernel peaked at 3.7 GiB in one run, 5.2 GiB in the next).
+// The measured curve already holds the real job's own cost of getting its
+// memory, so that cost is part of a step's CPU, not added to it: a step
+// that faults pages in burns only the rest of its share. Only when getting
+// the memory takes longer than the step's share does the clock wait for
+// it, so the memory follows the curve exactly. On this VM the host takes
+// back freed pages within seconds and touching them again costs about
+// 1.8 s of system time per GiB; a clock that ran on regardless went past
+// the peak before the memory got there (a 6.4 GB kernel peaked at 3.7 GiB
+// in one run, 5.2 GiB in the next), and one that stood still for every
+// fault and then burned the step's share on top moved a replayed kernel's
+// peak from 23% of its life to 73% (bench/run --quick, flash-real, time
+// /16), because the faults do not shrink with the time scale.
 void run_curve(const Profile& p, const std::vector<CurvePoint>& pts) {
   Memory mem;
   const double step = p.step_ms / 1000.0, end = pts.back().t;
   const double wall0 = now_s(), cpu0 = process_cpu_s();
-  double getting_memory = 0;  // CPU or wall seconds spent in mem.set
+  double waited = 0;  // CPU or wall seconds the clock stood still for memory
   auto clock = [&] {
-    return p.rate > 0 ? (process_cpu_s() - cpu0 - getting_memory) / p.rate : now_s() - wall0 - getting_memory;
+    return p.rate > 0 ? (process_cpu_s() - cpu0 - waited) / p.rate : now_s() - wall0 - waited;
   };
   for (double t = clock(); t < end; t = clock()) {
     const double step_start = now_s(), cpu_before = process_cpu_s();
     mem.set(static_cast<std::uint64_t>(curve_at(pts, t)));
-    getting_memory += p.rate > 0 ? process_cpu_s() - cpu_before : now_s() - step_start;
-    const double step_cpu = process_cpu_s();
-    // rate x step of CPU per step, then sleep what the real job spent
+    const double got = p.rate > 0 ? process_cpu_s() - cpu_before : now_s() - step_start;
+    const double share = p.rate > 0 ? p.rate * step : step;
+    waited += std::max(0.0, got - share);
+    // The rest of rate x step of CPU, then sleep what the real job spent
     // waiting (I/O, the driver between its tools).
-    if (p.rate > 0) burn_cpu_seconds(step_cpu + p.rate * step - process_cpu_s());
+    if (p.rate > 0) burn_cpu_seconds(cpu_before + share - process_cpu_s());
     wait_until(step_start + step, false);
   }
   burn_cpu_seconds(p.work);
