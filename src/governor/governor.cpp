@@ -92,12 +92,16 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
       j.run.attempt_peak < scale(pred, 0.5))
     return std::max(j.run.current, scale(j.run.attempt_peak, cfg_.live.margin_rising));
   // The envelope: what the job still uses from its progress on. It
-  // releases only once the job has shown its peak (a prediction that came
-  // true); where progress is wall time, which contention slows, only
-  // while its memory is falling too.
+  // releases only once the job has shown its peak: a prediction that came
+  // true, or one that came half true and the job's memory has since
+  // halved (a guess from a sibling is often high: a 3.07 GiB kernel
+  // guessed at 3.97 GiB, past its peak and down to 1 GiB, held 3.97 GiB
+  // for the rest of its life and ran alone). Where progress is wall time,
+  // which contention slows, only while its memory is falling too.
   bool by_cpu = false;
   const double x = progress(j, now, &by_cpu);
-  bool saw_peak = j.run.attempt_peak >= scale(pred, 0.8);
+  const bool saw_peak = j.run.attempt_peak >= scale(pred, 0.8) ||
+                        (j.run.attempt_peak >= scale(pred, 0.5) && j.run.current < scale(j.run.attempt_peak, 0.5));
   if (x > 0 && saw_peak && (by_cpu || falling)) {
     const double f = envelope_at(envelope_for(p), x);
     if (f < 1.0) return std::max(j.run.current, std::min(pred, scale(pred, f * kAfterPeakMargin)));

@@ -104,3 +104,36 @@ TEST(Governor, AJobPastAGradualDeclineHoldsWhatItsEnvelopeStillPredicts) {
   f.g().sample(a, 3 * GiB, 4 * GiB, 85, 85);  // x = 0.85: E = 0.4, but it uses 3 GiB
   EXPECT_EQ(f.g().reservation(f.g().job(a), 85), 3 * GiB);
 }
+
+TEST(Governor, AJobThatPeakedWellUnderItsGuessReleasesOnceItsMemoryHalves) {
+  // Guessed at 4 GiB from a sibling (the bench's cold flash-real run: a
+  // 3.07 GiB kernel guessed at 3.97 GiB), it peaks at 3.1 GiB, 78% of the
+  // guess: not the guess come true, not a guess its curve refutes. Past
+  // the envelope's decline by CPU it holds the whole guess while its
+  // memory stays near the peak, and lets go once that has halved.
+  Env f(6 * GiB);
+  Prediction p;
+  p.peak = 4 * GiB;
+  p.wall_s = 100;
+  p.cpu_s = 100;
+  p.envelope = step_envelope(0.3, 0.2);
+  p.source = PredictionSource::similar;
+  p.confidence = 0.5;
+  f.preds["fwd"] = p;
+  JobKey k;
+  k.identity = "fwd";
+  JobId a = f.g().submit(k, 0);
+  JobId b = f.submit_plain("next", 3900 * MiB);
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 3174 * MiB, 3174 * MiB, 25, 25);
+  EXPECT_TRUE(f.g().step(used(3174 * MiB), 25).admit.empty());
+  // x = 0.4, past the decline, but still at 2 GiB: above half its peak.
+  f.g().sample(a, 2 * GiB, 3174 * MiB, 40, 40);
+  EXPECT_GE(f.g().reservation(f.g().job(a), 40), 4 * GiB);
+  EXPECT_TRUE(f.g().step(used(2 * GiB), 40).admit.empty());
+  // Down to 1 GiB: it has shown its peak. It holds what it uses, never
+  // less; the envelope's 4 GiB x 0.2 x 1.1 is below that.
+  f.g().sample(a, 1 * GiB, 3174 * MiB, 45, 45);
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 45), 1 * GiB);
+  EXPECT_EQ(f.g().step(used(1 * GiB), 45).admit, std::vector<JobId>{b});
+}
