@@ -79,18 +79,38 @@ double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
 Bytes Governor::reservation(const GovJob& j, double now) const {
   if (j.state == JobState::killing) return j.run.current;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
-  if (j.run.attempt_peak > pred) return std::max(j.run.current, scale(j.run.attempt_peak, kOvershootGrowth));
   const Prediction& p = j.pred;
   double elapsed = now - j.run.start_t;
   bool falling = j.run.current < scale(j.run.attempt_peak, 0.9);
-  // A weak guess the job's own curve contradicts: it ran live.min_s, peaked
-  // under half the guess and is falling. It holds its peak with the margin
-  // cold admission gives a rising sibling; a second, higher peak is what
-  // freeze and requeue are for. (A first job guessed above the budget
-  // runs alone; without this, alone for its whole life.)
-  if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.run.attempt_peak > 0 &&
-      j.run.attempt_peak < scale(pred, 0.5))
-    return std::max(j.run.current, scale(j.run.attempt_peak, cfg_.live.margin_rising));
+  bool by_cpu = false;
+  const double x = progress(j, now, &by_cpu);
+  // A prediction the job's own curve corrected: it outgrew it (it holds
+  // its peak with room to grow), or it was a weak guess the job ran
+  // live.min_s under half of and is falling from (it holds its peak with
+  // the margin cold admission gives a rising sibling; a second, higher
+  // peak is what freeze and requeue are for; a first job guessed above
+  // the budget runs alone otherwise, for its whole life). Its size was
+  // wrong, not (as far as anything knows) its shape: once its memory has
+  // halved from its peak, the envelope holds, scaled to that peak. A cold
+  // flash-attn build's backward kernels outgrew their guesses and held
+  // 1.2 times their peaks to their ends, each running alone. A job with
+  // no envelope (a default) keeps the hold.
+  Bytes shown = 0, hold = 0;
+  if (j.run.attempt_peak > pred) {
+    shown = j.run.attempt_peak;
+    hold = std::max(j.run.current, scale(shown, kOvershootGrowth));
+  } else if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.run.attempt_peak > 0 &&
+             j.run.attempt_peak < scale(pred, 0.5)) {
+    shown = j.run.attempt_peak;
+    hold = std::max(j.run.current, scale(shown, cfg_.live.margin_rising));
+  }
+  if (shown > 0) {
+    if (x > 0 && (by_cpu || falling) && j.run.current < scale(shown, 0.5)) {
+      const double f = envelope_at(envelope_for(p), x);
+      if (f < 1.0) return std::max(j.run.current, std::min(hold, scale(shown, f * kAfterPeakMargin)));
+    }
+    return hold;
+  }
   // The envelope: what the job still uses from its progress on. It
   // releases only once the job has shown its peak: a prediction that came
   // true, or one that came half true and the job's memory has since
@@ -98,8 +118,6 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   // guessed at 3.97 GiB, past its peak and down to 1 GiB, held 3.97 GiB
   // for the rest of its life and ran alone). Where progress is wall time,
   // which contention slows, only while its memory is falling too.
-  bool by_cpu = false;
-  const double x = progress(j, now, &by_cpu);
   const bool saw_peak = j.run.attempt_peak >= scale(pred, 0.8) ||
                         (j.run.attempt_peak >= scale(pred, 0.5) && j.run.current < scale(j.run.attempt_peak, 0.5));
   if (x > 0 && saw_peak && (by_cpu || falling)) {

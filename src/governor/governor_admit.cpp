@@ -241,7 +241,8 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   // From its progress on, at its predicted speed: a job slowed by
   // contention (its CPU progress behind its wall time) ends later.
   const double x0 = std::max(0.0, progress(r, now));
-  if (r.state == JobState::running) envelope_releases(p, std::max(p.peak, r.peak_floor), held, x0, now, releases_);
+  if (r.state == JobState::running)
+    envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, x0, now, releases_);
   releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
                        r.weight(slots_)});
 }

@@ -63,6 +63,22 @@ Envelope combine_envelopes(const std::vector<Envelope>& runs) {
   return out;
 }
 
+Envelope quantile_envelope(const std::vector<const Envelope*>& members, double q) {
+  Envelope out;
+  if (members.empty()) return out;
+  out.at.assign(kEnvelopePoints, 1.0);
+  const auto k = static_cast<std::size_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(members.size() - 1)));
+  std::vector<double> vals(members.size());
+  for (int i = 1; i < kEnvelopePoints; ++i) {
+    const double x = static_cast<double>(i) / (kEnvelopePoints - 1);
+    for (std::size_t m = 0; m < members.size(); ++m) vals[m] = members[m] ? envelope_at(*members[m], x) : 1.0;
+    std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
+    out.at[i] = vals[k];
+  }
+  make_future_max(out.at);
+  return out;
+}
+
 Envelope step_envelope(double peak_over_frac, double after_frac) {
   Envelope e;
   if (!(peak_over_frac < 1.0) || !(after_frac > 0)) return e;

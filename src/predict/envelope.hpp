@@ -29,6 +29,13 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 
 // skipped; all empty gives an empty envelope.
 Envelope combine_envelopes(const std::vector<Envelope>& runs);
 
+// A group's envelope (the predictor's similar stems and klass
+// statistics): at each point the rank quantile q of its members' values
+// (as rank_quantile: rounding up, so a small group leans high; the
+// highest of two), then made non-increasing and 1 at x = 0. A member
+// without an envelope counts as high to the end. Empty for no members.
+Envelope quantile_envelope(const std::vector<const Envelope*>& members, double q);
+
 // The step an older record's two numbers make: the peak until
 // `peak_over_frac`, `after_frac` (of the peak) from there on. Empty when
 // the step says nothing (peak_over_frac >= 1, or nothing known after it).

@@ -99,9 +99,22 @@ void Predictor::learn(const JobRecord& job, bool in_build) {
   if (job.key.tu_bytes > 0) {
     size_ratios_[job.key.klass].push_back(static_cast<double>(r.peak) / w / static_cast<double>(job.key.tu_bytes));
   }
-  index(job.key, StemEntry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
-                       static_cast<double>(r.after_peak) / w, in_build},
+  index(job.key,
+        StemEntry{static_cast<double>(r.peak) / w, r.wall_s, r.cpu_s, r.peak_over_frac,
+                  static_cast<double>(r.after_peak) / w, in_build, /*profile=*/false,
+                  entry_envelope(r.envelope, r.peak_over_frac, r.after_peak, r.peak)},
         /*at_root=*/true);
+}
+
+// A run's or profile's envelope as its group entries share it: its own,
+// else the step of its two numbers; null when neither says it falls.
+std::shared_ptr<const Envelope> Predictor::entry_envelope(const Envelope& e, double peak_over_frac, Bytes after_peak,
+                                                          Bytes peak) {
+  Envelope out = !e.empty() ? e
+                 : peak > 0 ? step_envelope(peak_over_frac, static_cast<double>(after_peak) / static_cast<double>(peak))
+                            : Envelope{};
+  if (out.empty()) return nullptr;
+  return std::make_shared<const Envelope>(std::move(out));
 }
 
 void Predictor::add_profile(const JobProfile& p) {
@@ -114,8 +127,10 @@ void Predictor::add_profile(const JobProfile& p) {
   // Below the root only: a profile tells what jobs with a stem like its
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
   // kernels), not what every job of its klass needs.
-  index(p.key, StemEntry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, std::clamp(p.peak_over_frac, 0.0, 1.0),
-                     static_cast<double>(p.after_peak) / w, false, /*profile=*/true},
+  const double pof = std::clamp(p.peak_over_frac, 0.0, 1.0);
+  index(p.key,
+        StemEntry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, pof, static_cast<double>(p.after_peak) / w, false,
+                  /*profile=*/true, entry_envelope(p.envelope, pof, p.after_peak, p.peak)},
         /*at_root=*/false);
 }
 
@@ -196,6 +211,7 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
     p.cpu_s = s.cpu_s;
     p.peak_over_frac = s.peak_over_frac;
     p.after_peak = std::min(p.peak, to_bytes(s.after_w * weight));
+    p.envelope = s.envelope;
     p.confidence = confidence;
     p.source = source;
     return p;

@@ -164,6 +164,8 @@ class Predictor {
   void calibrate(const JobKey& key, Prediction& p) const;
   void note_calibration(const JobRecord& job);
   void index(const JobKey& key, const StemEntry& e, bool at_root);
+  static std::shared_ptr<const Envelope> entry_envelope(const Envelope& e, double peak_over_frac, Bytes after_peak,
+                                                        Bytes peak);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key, bool* only_profiles) const;
   std::optional<Prediction> from_profile(const JobKey& key, Bytes floor) const;

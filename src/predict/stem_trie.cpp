@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "predict/envelope.hpp"
+
 namespace memgate {
 
 std::vector<std::string> stem_tokens(const std::string& stem) {
@@ -45,6 +47,7 @@ const GroupStats& StemTrie::stats(double q) const {
   if (cache_) return *cache_;
   stale_ = 0;
   std::vector<double> peaks, walls, cpus, pofs, afters;
+  std::vector<const Envelope*> envelopes;
   GroupStats s;
   // Runs seen here (history, this build) outweigh every profile: a prior
   // names jobs like these, the runs measured them.
@@ -56,6 +59,7 @@ const GroupStats& StemTrie::stats(double q) const {
     if (e.cpu_s > 0) cpus.push_back(e.cpu_s);
     pofs.push_back(e.peak_over_frac);
     afters.push_back(e.after_w);
+    envelopes.push_back(e.envelope.get());
     s.in_build = s.in_build || e.in_build;
   }
   s.n = peaks.size();
@@ -64,6 +68,7 @@ const GroupStats& StemTrie::stats(double q) const {
   s.cpu_s = median_of(cpus);
   s.peak_over_frac = rank_quantile(pofs, q);
   s.after_w = rank_quantile(afters, q);
+  s.envelope = quantile_envelope(envelopes, q);
   cache_ = s;
   return *cache_;
 }

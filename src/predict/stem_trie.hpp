@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/job.hpp"
+
 namespace memgate {
 
 // A stem cut at every character that is not a letter or digit.
@@ -28,6 +30,12 @@ struct GroupStats {
   double cpu_s = 0;
   double peak_over_frac = 1.0;
   double after_w = 0;
+  // What its members still use from each point of their progress on, as
+  // fractions of their own peaks: the same quantile, point by point
+  // (envelope.hpp quantile_envelope). A group's prediction releases past
+  // its peak as its members did, not by the step of peak_over_frac and
+  // after_w, which holds 70-87% of a real nvcc job's peak to its end.
+  Envelope envelope;
   std::size_t n = 0;
   bool in_build = false;
   bool only_profiles = false;  // no run seen here among them: a guess from elsewhere
@@ -43,6 +51,9 @@ struct StemEntry {
   double after_w = 0;
   bool in_build = false;
   bool profile = false;  // from a profile (imported, prior), not a run seen here
+  // Its envelope, shared by its entries at every depth of both tries;
+  // null: high to its end.
+  std::shared_ptr<const Envelope> envelope;
 };
 
 struct StemTrie {

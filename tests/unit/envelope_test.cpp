@@ -162,3 +162,20 @@ TEST(Envelope, DeclinesWhenItFallsBelowThePeak) {
   p.envelope = sanitized_envelope({1, 0.9, 0.5, 0.5});
   EXPECT_TRUE(envelope_declines(p));
 }
+
+TEST(Envelope, AGroupsQuantilePointByPoint) {
+  const Envelope early = step_envelope(0.2, 0.1), late = step_envelope(0.6, 0.3);
+  // The highest of two, point by point.
+  Envelope two = quantile_envelope({&early, &late}, 0.8);
+  EXPECT_DOUBLE_EQ(envelope_at(two, 0.4), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(two, 0.7), 0.3);
+  // Of five, 0.5 takes the middle; a member without one counts as high.
+  const Envelope mid = step_envelope(0.4, 0.2);
+  Envelope five = quantile_envelope({&early, &early, &mid, &late, nullptr}, 0.5);
+  EXPECT_TRUE(non_increasing(five));
+  EXPECT_DOUBLE_EQ(envelope_at(five, 0.1), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(five, 0.3), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(five, 0.5), 0.2);
+  EXPECT_DOUBLE_EQ(envelope_at(five, 0.9), 0.2);  // the middle of 0.1, 0.1, 0.2, 0.3, 1
+  EXPECT_TRUE(quantile_envelope({}, 0.8).empty());
+}

@@ -2,6 +2,7 @@
 // CPU progress, driven with fake predictions, readings and clock.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -136,4 +137,72 @@ TEST(Governor, AJobThatPeakedWellUnderItsGuessReleasesOnceItsMemoryHalves) {
   f.g().sample(a, 1 * GiB, 3174 * MiB, 45, 45);
   EXPECT_EQ(f.g().reservation(f.g().job(a), 45), 1 * GiB);
   EXPECT_EQ(f.g().step(used(1 * GiB), 45).admit, std::vector<JobId>{b});
+}
+
+TEST(Governor, AJobThatOutgrewItsGuessTakesItsEnvelopeScaledToItsPeakOnceItHalves) {
+  // Guessed at 5.9 GiB from a sibling of this build, whose envelope falls
+  // to 20% at 30% of the work, it peaks at 6.35 GiB: it holds 1.2 times
+  // that while it may still grow, and after its memory has halved the
+  // sibling's shape scaled to its own peak, so the next job runs beside
+  // its tail. Without an envelope (a default) the hold stays.
+  for (const bool shaped : {true, false}) {
+    SCOPED_TRACE(shaped);
+    Env f(8 * GiB);
+    Prediction p;
+    p.peak = 5900 * MiB;
+    p.wall_s = 100;
+    p.cpu_s = 100;
+    if (shaped) p.envelope = step_envelope(0.3, 0.2);
+    p.source = PredictionSource::build;
+    p.confidence = 0.35;
+    f.preds["bwd"] = p;
+    JobKey k;
+    k.identity = "bwd";
+    JobId a = f.g().submit(k, 0);
+    JobId b = f.submit_plain("fwd", 4 * GiB);
+    EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+    const Bytes peak = 6500 * MiB;
+    f.g().sample(a, peak, peak, 25, 25);
+    EXPECT_EQ(f.g().reservation(f.g().job(a), 25), static_cast<Bytes>(std::llround(peak * 1.2)));
+    EXPECT_TRUE(f.g().step(used(peak), 25).admit.empty());
+    // x = 0.4, past the decline, but at 4 GiB: above half its peak.
+    f.g().sample(a, 4 * GiB, peak, 40, 40);
+    EXPECT_EQ(f.g().reservation(f.g().job(a), 40), static_cast<Bytes>(std::llround(peak * 1.2)));
+    EXPECT_TRUE(f.g().step(used(4 * GiB), 40).admit.empty());
+    // Down to 1.5 GiB: 6.35 GiB x 0.2 x 1.1 = 1.4 GiB, below what it uses.
+    f.g().sample(a, 1536 * MiB, peak, 45, 45);
+    if (shaped) {
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 45), 1536 * MiB);
+      EXPECT_EQ(f.g().step(used(1536 * MiB), 45).admit, std::vector<JobId>{b});
+    } else {
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 45), static_cast<Bytes>(std::llround(peak * 1.2)));
+      EXPECT_TRUE(f.g().step(used(1536 * MiB), 45).admit.empty());
+    }
+  }
+}
+
+TEST(Governor, AWeakGuessItsCurveRefutedTakesItsEnvelopeScaledToItsPeakOnceItHalves) {
+  // Guessed at 6.37 GiB from the klass (two backward kernels), a forward
+  // kernel peaks at 3 GiB: it holds 1.5 times that, then, once halved and
+  // past the decline by CPU, the klass's shape scaled to 3 GiB.
+  Env f(8 * GiB);
+  Prediction p;
+  p.peak = 6523 * MiB;
+  p.wall_s = 100;
+  p.cpu_s = 100;
+  p.envelope = step_envelope(0.3, 0.2);
+  p.source = PredictionSource::build;
+  p.confidence = 0.35;
+  f.preds["fwd"] = p;
+  JobKey k;
+  k.identity = "fwd";
+  JobId a = f.g().submit(k, 0);
+  JobId b = f.submit_plain("next", 6 * GiB);
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 3 * GiB, 3 * GiB, 20, 20);
+  f.g().sample(a, 2 * GiB, 3 * GiB, 25, 25);  // x = 0.25: falling, not past the decline
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 25), static_cast<Bytes>(std::llround(3.0 * GiB * 1.5)));
+  f.g().sample(a, 1 * GiB, 3 * GiB, 40, 40);  // x = 0.4, halved: 3 GiB x 0.2 x 1.1 = 0.66 GiB
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 40), 1 * GiB);
+  EXPECT_EQ(f.g().step(used(1 * GiB), 40).admit, std::vector<JobId>{b});
 }

@@ -51,3 +51,39 @@ TEST(PredictorEnvelope, RunsWithoutProfilesFallBackToTheirStep) {
   EXPECT_DOUBLE_EQ(envelope_at(pred.envelope, 0.2), 1.0);
   EXPECT_NEAR(envelope_at(pred.envelope, 0.5), 0.9, 1e-9);
 }
+
+TEST(PredictorEnvelope, SimilarStemsAndTheKlassGiveTheirMembersEnvelope) {
+  // Two kernels of this build that fall to 10% of their peaks by 30% of
+  // their lives (their after_peak says 90%). A third with a similar stem,
+  // and a fourth with none, take the group's envelope, not the step.
+  Predictor p;
+  for (const char* stem : {"attn_fwd_a", "attn_fwd_b"}) {
+    JobRecord r = run(30);
+    r.key.stem = stem;
+    r.key.identity = std::string("nvcc:compile:src/") + stem + ".cu->o[sm_80]";
+    p.observe(r);
+  }
+  JobKey similar = run(30).key;
+  similar.stem = "attn_fwd_c";
+  similar.identity = "nvcc:compile:src/attn_fwd_c.cu->o[sm_80]";
+  JobKey other = similar;
+  other.stem = "gemm";
+  other.identity = "nvcc:compile:src/gemm.cu->o[sm_80]";
+  for (const JobKey& k : {similar, other}) {
+    const Prediction pred = p.predict(k);
+    SCOPED_TRACE(k.stem);
+    EXPECT_NE(pred.source, PredictionSource::history);
+    ASSERT_FALSE(pred.envelope.empty());
+    EXPECT_DOUBLE_EQ(envelope_at(pred.envelope, 0.2), 1.0);
+    EXPECT_NEAR(envelope_at(pred.envelope, 0.5), 0.1, 1e-9);
+  }
+  // One member that stays high to its end: the group (the higher of two)
+  // does too.
+  JobRecord high = run(30);
+  high.key.stem = "attn_fwd_d";
+  high.key.identity = "nvcc:compile:src/attn_fwd_d.cu->o[sm_80]";
+  high.profile.clear();
+  high.peak_over_frac = 1.0;
+  p.observe(high);
+  EXPECT_DOUBLE_EQ(envelope_at(p.predict(similar).envelope, 0.5), 1.0);
+}
