@@ -223,9 +223,10 @@ class Governor {
   // it has used `cpu_s` of CPU time this attempt (< 0: cannot be read).
   void sample(JobId id, Bytes current, Bytes peak, double now, double cpu_s = -1);
   // Whether a running job's CPU time is worth reading while it runs: its
-  // reservation past its peak follows its CPU progress (a declining
-  // envelope and a predicted CPU time). Else progress is its wall time,
-  // which only the packing estimate of its end reads.
+  // reservation past its peak follows its CPU progress (a predicted CPU
+  // time, and an envelope that gives back at least kReleaseWorthTracking,
+  // 64 MiB). Else progress is its wall time, which only the packing
+  // estimate of its end reads.
   bool wants_cpu(JobId id) const;
 
   // An attempt ended. Returns true if the job goes back to the queue to be

@@ -223,7 +223,8 @@ Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int fre
 
 void Governor::Shadow::envelope_releases(const Prediction& p, Bytes peak, Bytes& held, double x0, double t0,
                                          std::vector<Release>& out) {
-  const Envelope e = envelope_for(p);
+  Envelope step;
+  const Envelope& e = p.envelope.empty() ? (step = envelope_for(p)) : p.envelope;
   const auto n = e.at.size();
   for (std::size_t i = 1; i < n; ++i) {
     const double x = static_cast<double>(i) / static_cast<double>(n - 1);
@@ -241,7 +242,7 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   // From its progress on, at its predicted speed: a job slowed by
   // contention (its CPU progress behind its wall time) ends later.
   const double x0 = std::max(0.0, progress(r, now));
-  if (r.state == JobState::running)
+  if (r.state == JobState::running && envelope_gives_back(p) >= kReleaseWorthTracking)
     envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, x0, now, releases_);
   releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
                        r.weight(slots_)});

@@ -18,6 +18,9 @@ constexpr double kRequeueGrowth = 1.25;
 constexpr double kOvershootGrowth = 1.2;
 // Margin on what a job past its peak still holds.
 constexpr double kAfterPeakMargin = 1.1;
+// Least release past a job's peak worth tracking: reading the job's CPU
+// time at every sample, and scheduling its steps in packing's estimate.
+constexpr Bytes kReleaseWorthTracking = 64 * MiB;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 }  // namespace memgate::governor_detail

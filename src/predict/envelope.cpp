@@ -110,10 +110,29 @@ Envelope envelope_for(const Prediction& p) {
   return step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
 }
 
+double envelope_at(const Prediction& p, double x) {
+  if (!p.envelope.empty()) return envelope_at(p.envelope, x);
+  if (p.peak <= 0 || !(p.peak_over_frac < 1.0) || !(p.after_peak > 0)) return 1.0;  // as step_envelope: empty
+  // The point of step_envelope's that envelope_at(Envelope) would read.
+  if (!(x > 0)) return 1.0;
+  const auto last = kEnvelopePoints - 1;
+  const int i = std::min(last, static_cast<int>(std::floor(std::min(x, 1.0) * last + 1e-9)));
+  const double at = static_cast<double>(i) / last;
+  return at >= p.peak_over_frac ? std::clamp(static_cast<double>(p.after_peak) / static_cast<double>(p.peak), 0.0, 1.0)
+                                : 1.0;
+}
+
 bool envelope_declines(const Prediction& p) {
   if (!p.envelope.empty()) return p.envelope.at.back() < 1.0;  // non-increasing
   if (p.peak <= 0 || !(p.peak_over_frac < 1.0) || p.after_peak <= 0) return false;  // as step_envelope
   return p.after_peak < p.peak;
+}
+
+Bytes envelope_gives_back(const Prediction& p) {
+  if (!envelope_declines(p) || p.peak <= 0) return 0;
+  const double end = !p.envelope.empty() ? p.envelope.at.back()
+                                         : static_cast<double>(p.after_peak) / static_cast<double>(p.peak);
+  return std::max<Bytes>(0, p.peak - static_cast<Bytes>(std::llround(static_cast<double>(p.peak) * end)));
 }
 
 Envelope sanitized_envelope(const std::vector<double>& at) {

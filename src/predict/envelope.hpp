@@ -50,9 +50,17 @@ double envelope_at(const Envelope& e, double x);
 // peak_over_frac and after_peak.
 Envelope envelope_for(const Prediction& p);
 
+// envelope_at(envelope_for(p), x) without building the envelope: what
+// the governor reads for every running job at every step.
+double envelope_at(const Prediction& p, double x);
+
 // Whether the prediction's envelope falls below 1: what the job holds
 // past its peak then depends on its progress. Does not copy it.
 bool envelope_declines(const Prediction& p);
+
+// What the prediction's envelope gives back by the job's end, in bytes:
+// the peak less its last point (0 when it does not decline).
+Bytes envelope_gives_back(const Prediction& p);
 
 // A stored envelope made safe to use: values clamped to [0, 1], made
 // non-increasing, 1 at x = 0. Empty when it has too few or too many

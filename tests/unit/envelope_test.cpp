@@ -179,3 +179,19 @@ TEST(Envelope, AGroupsQuantilePointByPoint) {
   EXPECT_DOUBLE_EQ(envelope_at(five, 0.9), 0.2);  // the middle of 0.1, 0.1, 0.2, 0.3, 1
   EXPECT_TRUE(quantile_envelope({}, 0.8).empty());
 }
+
+TEST(Envelope, ReadOnAPredictionAsOnTheEnvelopeItMakes) {
+  std::vector<Prediction> ps(4);
+  for (auto& p : ps) p.peak = 1000 * MB;
+  ps[1].peak_over_frac = 0.3;
+  ps[1].after_peak = 250 * MB;  // a step
+  ps[2].peak_over_frac = 0.5;   // a step that says nothing
+  ps[3].envelope = step_envelope(0.6, 0.4);
+  ps[3].peak_over_frac = 0.3;
+  ps[3].after_peak = 100 * MB;  // its own envelope wins
+  for (const auto& p : ps)
+    for (int i = -1; i <= 110; ++i) {
+      const double x = i / 100.0;
+      EXPECT_DOUBLE_EQ(envelope_at(p, x), envelope_at(envelope_for(p), x)) << x;
+    }
+}

@@ -206,3 +206,28 @@ TEST(Governor, AWeakGuessItsCurveRefutedTakesItsEnvelopeScaledToItsPeakOnceItHal
   EXPECT_EQ(f.g().reservation(f.g().job(a), 40), 1 * GiB);
   EXPECT_EQ(f.g().step(used(1 * GiB), 40).admit, std::vector<JobId>{b});
 }
+
+TEST(Governor, OnlyAJobWhoseEnvelopeGivesBackEnoughHasItsCpuRead) {
+  // The same shape (down to 25% at 30% of the work) on a 1 GiB job and a
+  // 2 MB one: CPU progress is read for the first, whose release matters,
+  // not for the second, which would pay a read per sample for 1.5 MB.
+  Env f(8 * GiB);
+  JobId ids[2];
+  int n = 0;
+  for (const Bytes peak : {1 * GiB, 2 * MiB}) {
+    Prediction p;
+    p.peak = peak;
+    p.wall_s = 100;
+    p.cpu_s = 100;
+    p.envelope = step_envelope(0.3, 0.25);
+    p.source = PredictionSource::similar;
+    p.confidence = 0.6;
+    const std::string id = "job" + std::to_string(n);
+    f.preds[id] = p;
+    JobKey k;
+    k.identity = id;
+    ids[n++] = f.g().submit(k, 0);
+  }
+  EXPECT_TRUE(f.g().wants_cpu(ids[0]));
+  EXPECT_FALSE(f.g().wants_cpu(ids[1]));
+}
