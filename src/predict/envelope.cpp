@@ -63,17 +63,22 @@ Envelope combine_envelopes(const std::vector<Envelope>& runs) {
   return out;
 }
 
+double rank_quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1)));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
 Envelope quantile_envelope(const std::vector<const Envelope*>& members, double q) {
   Envelope out;
   if (members.empty()) return out;
   out.at.assign(kEnvelopePoints, 1.0);
-  const auto k = static_cast<std::size_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(members.size() - 1)));
   std::vector<double> vals(members.size());
   for (int i = 1; i < kEnvelopePoints; ++i) {
     const double x = static_cast<double>(i) / (kEnvelopePoints - 1);
     for (std::size_t m = 0; m < members.size(); ++m) vals[m] = members[m] ? envelope_at(*members[m], x) : 1.0;
-    std::nth_element(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(k), vals.end());
-    out.at[i] = vals[k];
+    out.at[i] = rank_quantile(vals, q);
   }
   make_future_max(out.at);
   return out;

@@ -29,6 +29,10 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 
 // skipped; all empty gives an empty envelope.
 Envelope combine_envelopes(const std::vector<Envelope>& runs);
 
+// Nearest rank, rounding up, so that small groups lean high; q is
+// clamped to [0, 1]. 0 for an empty v. Reorders v.
+double rank_quantile(std::vector<double>& v, double q);
+
 // A group's envelope (the predictor's similar stems and klass
 // statistics): at each point the rank quantile q of its members' values
 // (as rank_quantile: rounding up, so a small group leans high; the

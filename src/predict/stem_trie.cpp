@@ -23,13 +23,6 @@ std::vector<std::string> stem_tokens(const std::string& stem) {
   return out;
 }
 
-double rank_quantile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size() - 1)));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -13,13 +13,12 @@
 #include <vector>
 
 #include "core/job.hpp"
+#include "predict/envelope.hpp"
 
 namespace memgate {
 
 // A stem cut at every character that is not a letter or digit.
 std::vector<std::string> stem_tokens(const std::string& stem);
-// Nearest rank, rounding up, so that small groups lean high. Reorders v.
-double rank_quantile(std::vector<double>& v, double q);
 double median_of(std::vector<double> v);
 
 // What one group says: quantiles of its peaks per unit of CPU weight, and

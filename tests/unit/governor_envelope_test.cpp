@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "governor/governor.hpp"
 #include "predict/envelope.hpp"
@@ -25,17 +26,32 @@ struct Env {
     if (!gov) gov = std::make_unique<Governor>(cfg, [this](const JobKey& k) { return preds.at(k.identity); });
     return *gov;
   }
-  JobId submit_plain(const std::string& id, Bytes peak) {
-    Prediction p;
-    p.peak = peak;
-    p.source = PredictionSource::history;
-    p.confidence = 1;
+  JobId submit(const std::string& id, const Prediction& p) {
     preds[id] = p;
     JobKey k;
     k.identity = id;
     return g().submit(k, 0);
   }
+  JobId submit_plain(const std::string& id, Bytes peak) {
+    Prediction p;
+    p.peak = peak;
+    p.source = PredictionSource::history;
+    p.confidence = 1;
+    return submit(id, p);
+  }
 };
+
+// A job of 100 s, wall and CPU, predicted at `peak` from `source`.
+Prediction guess(Bytes peak, Envelope envelope, PredictionSource source, double confidence) {
+  Prediction p;
+  p.peak = peak;
+  p.wall_s = 100;
+  p.cpu_s = 100;
+  p.envelope = std::move(envelope);
+  p.source = source;
+  p.confidence = confidence;
+  return p;
+}
 
 MemoryView used(Bytes b) {
   MemoryView v;
@@ -49,17 +65,7 @@ TEST(Governor, AJobAtHalfSpeedKeepsItsReservationUntilItsCpuProgressPassesTheDec
   // Predicted: 100 s and 100 s of CPU; the envelope falls to 15% of the
   // peak at 30% of the work. Contention gives the job half a core.
   Env f(2 * GiB);
-  Prediction p;
-  p.peak = 1536 * MiB;
-  p.wall_s = 100;
-  p.cpu_s = 100;
-  p.envelope = step_envelope(0.3, 0.15);
-  p.source = PredictionSource::history;
-  p.confidence = 1;
-  f.preds["nvcc"] = p;
-  JobKey k;
-  k.identity = "nvcc";
-  JobId a = f.g().submit(k, 0);
+  JobId a = f.submit("nvcc", guess(1536 * MiB, step_envelope(0.3, 0.15), PredictionSource::history, 1));
   JobId b = f.submit_plain("b", 1 * GiB);
   EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 1500 * MiB, 1500 * MiB, 20, 10);
@@ -113,17 +119,7 @@ TEST(Governor, AJobThatPeakedWellUnderItsGuessReleasesOnceItsMemoryHalves) {
   // the envelope's decline by CPU it holds the whole guess while its
   // memory stays near the peak, and lets go once that has halved.
   Env f(6 * GiB);
-  Prediction p;
-  p.peak = 4 * GiB;
-  p.wall_s = 100;
-  p.cpu_s = 100;
-  p.envelope = step_envelope(0.3, 0.2);
-  p.source = PredictionSource::similar;
-  p.confidence = 0.5;
-  f.preds["fwd"] = p;
-  JobKey k;
-  k.identity = "fwd";
-  JobId a = f.g().submit(k, 0);
+  JobId a = f.submit("fwd", guess(4 * GiB, step_envelope(0.3, 0.2), PredictionSource::similar, 0.5));
   JobId b = f.submit_plain("next", 3900 * MiB);
   EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 3174 * MiB, 3174 * MiB, 25, 25);
@@ -148,17 +144,7 @@ TEST(Governor, AJobThatOutgrewItsGuessTakesItsEnvelopeScaledToItsPeakOnceItHalve
   for (const bool shaped : {true, false}) {
     SCOPED_TRACE(shaped);
     Env f(8 * GiB);
-    Prediction p;
-    p.peak = 5900 * MiB;
-    p.wall_s = 100;
-    p.cpu_s = 100;
-    if (shaped) p.envelope = step_envelope(0.3, 0.2);
-    p.source = PredictionSource::build;
-    p.confidence = 0.35;
-    f.preds["bwd"] = p;
-    JobKey k;
-    k.identity = "bwd";
-    JobId a = f.g().submit(k, 0);
+    JobId a = f.submit("bwd", guess(5900 * MiB, shaped ? step_envelope(0.3, 0.2) : Envelope{}, PredictionSource::build, 0.35));
     JobId b = f.submit_plain("fwd", 4 * GiB);
     EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
     const Bytes peak = 6500 * MiB;
@@ -186,17 +172,7 @@ TEST(Governor, AWeakGuessItsCurveRefutedTakesItsEnvelopeScaledToItsPeakOnceItHal
   // kernel peaks at 3 GiB: it holds 1.5 times that, then, once halved and
   // past the decline by CPU, the klass's shape scaled to 3 GiB.
   Env f(8 * GiB);
-  Prediction p;
-  p.peak = 6523 * MiB;
-  p.wall_s = 100;
-  p.cpu_s = 100;
-  p.envelope = step_envelope(0.3, 0.2);
-  p.source = PredictionSource::build;
-  p.confidence = 0.35;
-  f.preds["fwd"] = p;
-  JobKey k;
-  k.identity = "fwd";
-  JobId a = f.g().submit(k, 0);
+  JobId a = f.submit("fwd", guess(6523 * MiB, step_envelope(0.3, 0.2), PredictionSource::build, 0.35));
   JobId b = f.submit_plain("next", 6 * GiB);
   EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 3 * GiB, 3 * GiB, 20, 20);
@@ -215,18 +191,8 @@ TEST(Governor, OnlyAJobWhoseEnvelopeGivesBackEnoughHasItsCpuRead) {
   JobId ids[2];
   int n = 0;
   for (const Bytes peak : {1 * GiB, 2 * MiB}) {
-    Prediction p;
-    p.peak = peak;
-    p.wall_s = 100;
-    p.cpu_s = 100;
-    p.envelope = step_envelope(0.3, 0.25);
-    p.source = PredictionSource::similar;
-    p.confidence = 0.6;
-    const std::string id = "job" + std::to_string(n);
-    f.preds[id] = p;
-    JobKey k;
-    k.identity = id;
-    ids[n++] = f.g().submit(k, 0);
+    ids[n] = f.submit("job" + std::to_string(n), guess(peak, step_envelope(0.3, 0.25), PredictionSource::similar, 0.6));
+    ++n;
   }
   EXPECT_TRUE(f.g().wants_cpu(ids[0]));
   EXPECT_FALSE(f.g().wants_cpu(ids[1]));
