@@ -202,7 +202,18 @@ std::vector<JobId> Governor::active_jobs() const {
   return out;
 }
 
-void Governor::activate(GovJob& j) { active_[j.id] = &j; }
+void Governor::ActiveJobs::put(GovJob& j) {
+  auto it = std::lower_bound(v_.begin(), v_.end(), j.id, [](const Entry& e, JobId id) { return e.first < id; });
+  if (it != v_.end() && it->first == j.id) it->second = &j;
+  else v_.insert(it, Entry{j.id, &j});
+}
+
+void Governor::ActiveJobs::erase(JobId id) {
+  auto it = std::lower_bound(v_.begin(), v_.end(), id, [](const Entry& e, JobId x) { return e.first < x; });
+  if (it != v_.end() && it->first == id) v_.erase(it);
+}
+
+void Governor::activate(GovJob& j) { active_.put(j); }
 
 // A waiting job leaves the queue (started, cancelled or declined): the
 // counts the last admission left lose it.
@@ -279,7 +290,7 @@ void Governor::account_time(double now) {
 
 Decisions Governor::step(const MemoryView& view, double now) {
   account_time(now);
-  if (unpredicted_ > 0 && now - unpredicted_since_ >= kRepredictAfter_s) repredict();
+  if (unpredicted_ > 0 && now - unpredicted_since_ >= repredict_after()) repredict();
   Decisions out;
   relieve_pressure(view, now, out);
   admit_jobs(view, now, out);
@@ -423,7 +434,11 @@ void Governor::learn(const JobRecord& attempt) {
 // after every exit, that made a build of N jobs cost N^2 predictions. So
 // the queue is predicted again once the jobs learned since number a
 // share of those waiting (with few waiting, after every one, as before),
-// and within kRepredictAfter_s of any learning at the latest (step).
+// and within repredict_after() of any learning at the latest (step).
+double Governor::repredict_after() const {
+  return std::max(kRepredictAfter_s, static_cast<double>(waiting_n_) / kRepredictsPerSecond);
+}
+
 void Governor::learned() {
   if (unpredicted_++ == 0) unpredicted_since_ = last_t_;
   if (unpredicted_ * kRepredictShare >= waiting_n_) repredict();

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/job.hpp"
@@ -396,7 +397,23 @@ class Governor {
   // The running, frozen and killing jobs (pointers into jobs_, whose
   // nodes never move), in id order: what the sums of every step read, so
   // a step costs the jobs holding memory and slots, not every waiting one.
-  std::map<JobId, GovJob*> active_;
+  // One sorted array, not a tree: a step walks it several times (headroom,
+  // slots, packing, the counters) and a start or an end is one insert; at
+  // --jobs 512 the walks of a std::map were a tenth of memgate's CPU
+  // (bench/scale, docs/scale.md).
+  class ActiveJobs {
+   public:
+    using Entry = std::pair<JobId, GovJob*>;
+    void put(GovJob& j);
+    void erase(JobId id);
+    auto begin() const { return v_.cbegin(); }
+    auto end() const { return v_.cend(); }
+    std::size_t size() const { return v_.size(); }
+
+   private:
+    std::vector<Entry> v_;
+  };
+  ActiveJobs active_;
   void activate(GovJob& j);
   void deactivate(GovJob& j);
   // The waiting jobs in admission order (queue_before), kept between steps;
@@ -412,6 +429,13 @@ class Governor {
   // Learning since the waiting jobs were last predicted again (learned()).
   static constexpr std::size_t kRepredictShare = 8;
   static constexpr double kRepredictAfter_s = 0.5;
+  // ... or later where the queue is long: predicting it again costs a
+  // prediction per waiting job (about 2.3 us each at bench/scale's 2000
+  // jobs), so the timer predicts at most this many jobs a second, half a
+  // percent of a core. At 5000 jobs it predicted 4500 waiting jobs every
+  // 0.5 s, the one cost of memgate's that grew with the queue.
+  static constexpr double kRepredictsPerSecond = 2000;
+  double repredict_after() const;
   std::size_t unpredicted_ = 0;
   double unpredicted_since_ = 0;  // the governor's clock at the first of them
   void learned();

@@ -148,3 +148,22 @@ TEST(GovernorScale, RunningJobTimeIsCappedAtEachJobsPredictedDuration) {
   EXPECT_DOUBLE_EQ(s.gov->counts(5).running_job_s, 2.0 + 5.0) << "a is past its 2 s: it counts 2";
   EXPECT_DOUBLE_EQ(s.gov->counts().running_job_s, 0.0) << "without a time, nothing";
 }
+
+TEST(GovernorScale, ALongQueueIsPredictedAgainNoMoreOftenThanItsSizeAllows) {
+  // 4000 waiting: the timer predicts them again after 4000 / 2000 = 2 s,
+  // not after half a second (the 500 learnings a share needs never come).
+  Scale s(1);
+  JobId a = s.submit("a", 1);
+  for (int i = 0; i < 4000; ++i) s.submit("w" + std::to_string(i), 1);
+  s.gov->step({}, 0);
+  const int before = s.predictions;
+  s.gov->exited(a, ExitKind::finished, 0, 0.1);
+  s.gov->learn(s.record(a, 0.1));
+  JobId b = s.gov->step({}, 0.1).admit.at(0);
+  s.gov->step({}, 0.7);
+  s.gov->step({}, 1.9);
+  EXPECT_EQ(s.predictions, before);
+  s.gov->exited(b, ExitKind::finished, 0, 2.0);
+  s.gov->step({}, 2.2);
+  EXPECT_EQ(s.predictions - before, 3999);
+}
