@@ -102,14 +102,14 @@ JobMemory JobExec::sample(Sampling how) {
   if (cg_ && joined_) {
     if (auto u = cg_->usage()) {
       const double t = monotonic_s();
-      if (how == Sampling::exact || (slow_read_s_ >= 0 && t - slow_read_s_ >= kSlowSample_s)) {
+      if (how == Sampling::exact || (slow_read_s_ >= 0 && t - slow_read_s_ >= slow_sample_every(how))) {
         slow_.peak = std::max(slow_.peak, cg_->peak().value_or(0));
-        if (how != Sampling::memory) slow_.cpu_s = cgroup_cpu_s();
+        if (how == Sampling::quick || how == Sampling::exact) slow_.cpu_s = cgroup_cpu_s();
         slow_read_s_ = t;
       } else if (slow_read_s_ < 0) {
         // The first sample sets the phase and reads nothing slow: a wave
         // of hundreds of jobs granted in one step is not read at once.
-        slow_read_s_ = t - kSlowSample_s * static_cast<double>(job_id_ % 8) / 8.0;
+        slow_read_s_ = t - slow_sample_every(how) * static_cast<double>(job_id_ % 8) / 8.0;
       }
       slow_.peak = std::max(slow_.peak, *u);
       m.current = *u;

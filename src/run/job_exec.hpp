@@ -33,9 +33,20 @@ struct JobMemory {
 // `memory`: as quick, without the CPU time, for a job whose reservation
 // does not follow its progress (Governor::wants_cpu): on v1 without
 // cpuacct the CPU time is every member's stat file, a tenth of memgate's
-// CPU at 512 jobs. `exact`: everything now (when the job ends).
-enum class Sampling { quick, memory, exact };
+// CPU at 512 jobs. `sparse`: as memory, the peak at most every
+// kSparseSample_s, for such a job while the build uses under half its
+// limit (LiveJobs then reads each job about once a second, so every
+// sample read the peak too: a third of the cgroup files memgate opened
+// at 512 sleeping jobs). A spike between two reads of the memory in use
+// is then seen up to 4 s later, not 1 s (the high-water mark keeps it),
+// and exactly at the job's end. `exact`: everything now (when the job
+// ends).
+enum class Sampling { quick, memory, sparse, exact };
 inline constexpr double kSlowSample_s = 1.0;
+inline constexpr double kSparseSample_s = 4.0;
+// How long after its last slow read a job's next sample reads the peak
+// (and the CPU time) again.
+constexpr double slow_sample_every(Sampling how) { return how == Sampling::sparse ? kSparseSample_s : kSlowSample_s; }
 
 // What the runner does with a job's OS side; JobExec is the real one,
 // tests drive the runner's steps with fakes (run/runner_ports.hpp).

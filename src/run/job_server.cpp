@@ -98,6 +98,7 @@ struct JobServer::State {
   std::size_t writers = 0;  // connections waiting for POLLOUT
   rlim_t nofile_hard = 0;   // RLIMIT_NOFILE's hard limit (0: none)
   bool warned_full = false;
+  double next_idle_check_s = 0;  // drop_idle walks the connections once a second
 
   // Registers what the connection waits for: input always, output while
   // frames are queued.
@@ -333,6 +334,11 @@ std::size_t JobServer::buffered_total() const {
 double JobServer::monotonic_seconds() { return monotonic_s(); }
 
 void JobServer::drop_idle(double now_s) {
+  // A tick comes every few ms under load; a connection's quiet is counted
+  // in tens of seconds, so a walk of every connection (5000 wrappers
+  // waiting at bench/scale's largest size) once a second is enough.
+  if (now_s < s_->next_idle_check_s) return;
+  s_->next_idle_check_s = now_s + kIdleCheckEvery_s;
   std::vector<ConnId> quiet;
   for (const auto& [id, c] : s_->conns) {
     bool silent = !c.spoke && now_s - c.accepted_s > kQuietLimit_s;

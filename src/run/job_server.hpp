@@ -71,10 +71,12 @@ class JobServer {
   // would otherwise sit on the connection cap (and their buffers on
   // memgate's memory) forever. A wrapper sends its request at once and
   // whole, then may wait in the queue for as long as it takes. Call it
-  // every tick; `now_s` is steady-clock seconds (monotonic_seconds()).
+  // every tick (it looks at most once per kIdleCheckEvery_s); `now_s` is
+  // steady-clock seconds (monotonic_seconds()).
   void drop_idle(double now_s);
   static double monotonic_seconds();
   static constexpr double kQuietLimit_s = 30;
+  static constexpr double kIdleCheckEvery_s = 1;
   // All connections together buffer at most this much of incomplete
   // frames; the connection that goes over is dropped as malformed.
   static constexpr std::size_t kBufferedCap = 64 * 1024 * 1024;

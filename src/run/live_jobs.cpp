@@ -64,7 +64,9 @@ void LiveJobs::sample(Governor& gov, const MemoryView& view, double t, const std
     ConnectedJob& job = *jp;
     if (!dense && t < job.next_sample_t) continue;
     job.next_sample_t = t + kRoomySample_s;
-    JobMemory m = job.exec->sample(gov.wants_cpu(job.id) ? Sampling::quick : Sampling::memory);
+    JobMemory m = job.exec->sample(gov.wants_cpu(job.id) ? Sampling::quick
+                                   : dense                ? Sampling::memory
+                                                          : Sampling::sparse);
     job.current = m.current;
     gov.sample(job.id, m.current, m.peak, t, m.cpu_s);
     job.add_sample(t, m.current);

@@ -130,6 +130,21 @@ TEST_F(LiveJobsTest, OnlyAJobReleasedByItsProgressHasItsCpuTimeRead) {
   for (double t = 1; t < 4 && (flat.samples == 0 || falls.samples == 0); t += 0.5) live_.sample(*gov_, view_, t, nullptr);
   ASSERT_GT(flat.samples, 0);
   ASSERT_GT(falls.samples, 0);
-  EXPECT_EQ(flat.last_sampling, Sampling::memory);
+  EXPECT_EQ(flat.last_sampling, Sampling::sparse);  // the build far under its limit
   EXPECT_EQ(falls.last_sampling, Sampling::quick);
+}
+
+// A job whose reservation does not follow its progress has its peak read
+// every 4 s while the build is far under its limit, every second near it.
+TEST_F(LiveJobsTest, TheFlatJobsPeakIsReadSparselyOnlyWhileTheBuildIsFarUnderItsLimit) {
+  FakeJobState& flat = running(1, 0);
+  view_.build_used = 100 * MiB;
+  live_.sample(*gov_, view_, 1, nullptr);
+  EXPECT_EQ(flat.last_sampling, Sampling::sparse);
+  view_.build_used = 3 * GiB;  // over half the 4 GiB limit
+  live_.sample(*gov_, view_, 2.5, nullptr);
+  EXPECT_EQ(flat.last_sampling, Sampling::memory);
+  EXPECT_EQ(slow_sample_every(Sampling::sparse), 4.0);
+  EXPECT_EQ(slow_sample_every(Sampling::memory), 1.0);
+  EXPECT_EQ(slow_sample_every(Sampling::quick), 1.0);
 }

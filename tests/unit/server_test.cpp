@@ -282,6 +282,12 @@ TEST_F(ServerTest, DropsConnectionsThatStayQuietOrHalfSpoken) {
   double now = JobServer::monotonic_seconds();
   server_->drop_idle(now + 1);
   EXPECT_EQ(server_->connection_count(), 3u) << "a second is not idle";
+  server_->drop_idle(now + JobServer::kQuietLimit_s - 0.5);
+  EXPECT_EQ(server_->connection_count(), 3u);
+  // Quiet for long enough now, but the connections were looked at less
+  // than kIdleCheckEvery_s ago: the next look drops them.
+  server_->drop_idle(now + JobServer::kQuietLimit_s + 0.2);
+  EXPECT_EQ(server_->connection_count(), 3u) << "looked at once a second, not every tick";
   server_->drop_idle(now + JobServer::kQuietLimit_s + 1);
   EXPECT_EQ(server_->connection_count(), 1u) << "the silent and the half-spoken go; the queued wrapper stays";
   EXPECT_EQ(server_->counters().dropped_idle, 2u);
