@@ -56,6 +56,7 @@ struct GovJob {
     Bytes current = 0;         // now
     Bytes attempt_peak = 0;    // this attempt
     double cpu_s = -1;         // CPU time of this attempt so far; < 0: cannot be read
+    double peak_x = -1;        // its progress when attempt_peak last rose (Governor::progress)
     bool peak_told = false;    // on_past_peak was told of this attempt
   } run;
 

@@ -76,6 +76,25 @@ double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
   return -1;
 }
 
+// A guess from other jobs has their shape, not their timing: its CPU time
+// is theirs, and they peak at another share of it. A cold flash-attn
+// build's forward kernels took the backward kernels' 37 CPU-s for their
+// 29, and the backward kernels' envelope peaks at 46% where theirs do at
+// 28%: the first of them held its whole peak long after its memory had
+// halved, and ran alone for 18 s. Once a job's memory has halved
+// from its peak, the envelope is read from its own peak on: the
+// envelope's peak is where the job's was. Own history's timing is the
+// job's own, and stays. A second peak the guess did not foresee is what
+// freeze and requeue are for, as for every guess.
+double Governor::envelope_x(const GovJob& j, double x) {
+  const PredictionSource src = j.pred.source;
+  const bool from_others =
+      src == PredictionSource::similar || src == PredictionSource::build || src == PredictionSource::fallback;
+  if (!from_others || j.run.peak_x < 0 || x <= j.run.peak_x) return x;
+  if (j.run.current >= scale(j.run.attempt_peak, 0.5)) return x;
+  return std::min(1.0, std::max(x, envelope_peak_end(j.pred) + (x - j.run.peak_x)));
+}
+
 Bytes Governor::reservation(const GovJob& j, double now) const {
   if (j.state == JobState::killing) return j.run.current;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
@@ -106,7 +125,7 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   }
   if (shown > 0) {
     if (x > 0 && (by_cpu || falling) && j.run.current < scale(shown, 0.5)) {
-      const double f = envelope_at(p, x);
+      const double f = envelope_at(p, envelope_x(j, x));
       if (f < 1.0) return std::max(j.run.current, std::min(hold, scale(shown, f * kAfterPeakMargin)));
     }
     return hold;
@@ -121,7 +140,7 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   const bool saw_peak = j.run.attempt_peak >= scale(pred, 0.8) ||
                         (j.run.attempt_peak >= scale(pred, 0.5) && j.run.current < scale(j.run.attempt_peak, 0.5));
   if (x > 0 && saw_peak && (by_cpu || falling)) {
-    const double f = envelope_at(p, x);
+    const double f = envelope_at(p, envelope_x(j, x));
     if (f < 1.0) return std::max(j.run.current, std::min(pred, scale(pred, f * kAfterPeakMargin)));
   }
   return std::max(pred, j.run.current);
@@ -345,7 +364,9 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cp
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
   bool was_over = j.run.attempt_peak > scale(pred, 1.1);
   j.run.current = current;
+  const Bytes before = j.run.attempt_peak;
   j.run.attempt_peak = std::max({j.run.attempt_peak, peak, current});
+  if (j.run.attempt_peak > before) j.run.peak_x = progress(j, now);
   if (!was_over && j.run.attempt_peak > scale(pred, 1.1)) {
     count(Counter::overshoot);
     event(now, EventKind::overshoot, id,

@@ -278,6 +278,12 @@ class Governor {
   // contention or frozen makes no progress), else its wall time over its
   // predicted wall time; -1 when neither is known. `by_cpu` tells which.
   static double progress(const GovJob& j, double now, bool* by_cpu = nullptr);
+  // Progress `x` read on the envelope: x itself, but for a prediction
+  // from other jobs (similar stems, the klass, a default) whose memory
+  // has halved from its peak, at
+  // least as far past the envelope's peak (envelope_peak_end) as the job
+  // is past its own (run.peak_x).
+  static double envelope_x(const GovJob& j, double x);
 
   // The jobserver (governor/jobserver.hpp): the tokens its clients hold
   // now, and whether one has taken any. Admission then counts them as

@@ -243,7 +243,8 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   // contention (its CPU progress behind its wall time) ends later.
   const double x0 = std::max(0.0, progress(r, now));
   if (r.state == JobState::running && envelope_gives_back(p) >= kReleaseWorthTracking)
-    envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, x0, now, releases_);
+    envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, envelope_x(r, x0), now,
+                      releases_);
   releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
                        r.weight(slots_)});
 }

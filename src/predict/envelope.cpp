@@ -127,6 +127,21 @@ double envelope_at(const Prediction& p, double x) {
                                 : 1.0;
 }
 
+double envelope_peak_end(const Prediction& p) {
+  if (!envelope_declines(p)) return 1.0;
+  if (!p.envelope.empty()) {
+    const auto& at = p.envelope.at;
+    std::size_t i = 0;
+    while (i + 1 < at.size() && at[i + 1] >= 1.0) ++i;
+    return static_cast<double>(i) / static_cast<double>(at.size() - 1);
+  }
+  // step_envelope's points: 1 while before peak_over_frac.
+  const int last = kEnvelopePoints - 1;
+  int i = 0;
+  while (i < last && static_cast<double>(i + 1) / last < p.peak_over_frac) ++i;
+  return static_cast<double>(i) / last;
+}
+
 bool envelope_declines(const Prediction& p) {
   if (!p.envelope.empty()) return p.envelope.at.back() < 1.0;  // non-increasing
   if (p.peak <= 0 || !(p.peak_over_frac < 1.0) || p.after_peak <= 0) return false;  // as step_envelope

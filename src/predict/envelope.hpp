@@ -58,6 +58,11 @@ Envelope envelope_for(const Prediction& p);
 // the governor reads for every running job at every step.
 double envelope_at(const Prediction& p, double x);
 
+// Where the prediction's envelope peaks, as far as it knows: the
+// progress of its last point at 1 (1 when it never declines). Does not
+// copy it.
+double envelope_peak_end(const Prediction& p);
+
 // Whether the prediction's envelope falls below 1: what the job holds
 // past its peak then depends on its progress. Does not copy it.
 bool envelope_declines(const Prediction& p);

@@ -163,6 +163,25 @@ TEST(Envelope, DeclinesWhenItFallsBelowThePeak) {
   EXPECT_TRUE(envelope_declines(p));
 }
 
+TEST(Envelope, ItsPeakEndsAtItsLastPointAtOne) {
+  Prediction p;
+  EXPECT_DOUBLE_EQ(envelope_peak_end(p), 1.0) << "nothing known";
+  p.peak = 4 * GiB;
+  p.after_peak = 1 * GiB;
+  p.peak_over_frac = 0.5;
+  // The step and the envelope it makes agree: the last point before 0.5.
+  EXPECT_DOUBLE_EQ(envelope_peak_end(p), 15.0 / 31);
+  Prediction stepped = p;
+  stepped.envelope = envelope_for(p);
+  EXPECT_DOUBLE_EQ(envelope_peak_end(stepped), 15.0 / 31);
+  EXPECT_DOUBLE_EQ(envelope_at(p, envelope_peak_end(p)), 1.0);
+  EXPECT_LT(envelope_at(p, envelope_peak_end(p) + 1.0 / 31), 1.0);
+  p.envelope = sanitized_envelope({1, 1, 0.5, 0.5, 0.2});  // x = 0, 0.25, ..., 1
+  EXPECT_DOUBLE_EQ(envelope_peak_end(p), 0.25);
+  p.envelope = sanitized_envelope({1, 1, 1, 1});
+  EXPECT_DOUBLE_EQ(envelope_peak_end(p), 1.0) << "it never declines";
+}
+
 TEST(Envelope, AGroupsQuantilePointByPoint) {
   const Envelope early = step_envelope(0.2, 0.1), late = step_envelope(0.6, 0.3);
   // The highest of two, point by point.

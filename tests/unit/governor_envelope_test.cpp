@@ -197,3 +197,44 @@ TEST(Governor, OnlyAJobWhoseEnvelopeGivesBackEnoughHasItsCpuRead) {
   EXPECT_TRUE(f.g().wants_cpu(ids[0]));
   EXPECT_FALSE(f.g().wants_cpu(ids[1]));
 }
+
+TEST(Governor, AGuessFromOthersReadsTheirEnvelopeFromItsOwnPeakOnceItHalves) {
+  // Guessed from a sibling whose envelope peaks until half its work (and
+  // whose 100 s of CPU it took), the job peaks at 20% of that and has
+  // halved by 24%: it is past the envelope's peak by as much as past its
+  // own, so the sibling's tail holds and the next job starts. A job
+  // predicted from its own history keeps its own timing and holds on.
+  for (const auto source : {PredictionSource::similar, PredictionSource::history}) {
+    SCOPED_TRACE(static_cast<int>(source));
+    Env f(6 * GiB);
+    JobId a = f.submit("fwd", guess(4 * GiB, step_envelope(0.5, 0.2), source, source == PredictionSource::history ? 1 : 0.5));
+    JobId b = f.submit_plain("next", 4 * GiB);
+    ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+    f.g().sample(a, 3500 * MiB, 3500 * MiB, 20, 20);
+    EXPECT_DOUBLE_EQ(f.g().job(a).run.peak_x, 0.2);
+    EXPECT_TRUE(f.g().step(used(3500 * MiB), 20).admit.empty());
+    f.g().sample(a, 1536 * MiB, 3500 * MiB, 24, 24);
+    EXPECT_DOUBLE_EQ(f.g().job(a).run.peak_x, 0.2) << "its peak did not rise";
+    if (source == PredictionSource::similar) {
+      EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.24), 15.0 / 31 + 0.04);
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 24), 1536 * MiB);
+      EXPECT_EQ(f.g().step(used(1536 * MiB), 24).admit, std::vector<JobId>{b});
+    } else {
+      EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.24), 0.24);
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 24), 4 * GiB);
+      EXPECT_TRUE(f.g().step(used(1536 * MiB), 24).admit.empty());
+    }
+  }
+}
+
+TEST(Governor, AGuessFromOthersStillNearItsPeakKeepsTheirTiming) {
+  // The same guess, on a plateau at its peak long after it: nothing says
+  // it is past it, so the envelope is read at its CPU progress.
+  Env f(6 * GiB);
+  JobId a = f.submit("fwd", guess(4 * GiB, step_envelope(0.5, 0.2), PredictionSource::similar, 0.5));
+  f.g().step(used(0), 0);
+  f.g().sample(a, 3500 * MiB, 3500 * MiB, 20, 20);
+  f.g().sample(a, 3400 * MiB, 3500 * MiB, 40, 40);
+  EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.4), 0.4);
+  EXPECT_GE(f.g().reservation(f.g().job(a), 40), 4 * GiB);
+}
