@@ -2,6 +2,7 @@
 #include "platform/cgroup.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,7 +179,31 @@ void Cgroup::thaw_all() const {
 }
 
 Result<Cgroup> Cgroup::create_child(const std::string& name) const {
-  return create_in(version_, memory_dir_, version_ == CgroupVersion::v1 ? freezer_dir_ : "", name);
+  auto child = create_in(version_, memory_dir_, version_ == CgroupVersion::v1 ? freezer_dir_ : "", name);
+  if (child && at_) {  // create_in took only a plain name
+    child->at_ = at_;
+    child->at_rel_ = at_rel_.empty() ? name : join_path(at_rel_, name);
+  }
+  return child;
+}
+
+Cgroup::OpenDir::~OpenDir() {
+  if (fd >= 0) ::close(fd);
+}
+
+Cgroup Cgroup::with_open_dir() const {
+  Cgroup c = *this;
+  if (memory_dir_.empty()) return c;
+  const int fd = ::open(memory_dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return c;
+  c.at_ = std::make_shared<const OpenDir>(fd);
+  c.at_rel_.clear();
+  return c;
+}
+
+std::optional<std::string> Cgroup::read_mem(std::string_view name) const {
+  if (at_) return read_kernel_file_at(at_->fd, at_rel_.empty() ? std::string(name) : join_path(at_rel_, name));
+  return read_kernel_file(mem_file(name));
 }
 
 std::vector<std::string> Cgroup::dirs() const {
@@ -224,21 +249,21 @@ std::optional<LimitValue> Cgroup::memory_limit() const {
 }
 
 std::optional<Bytes> Cgroup::usage() const {
-  auto t = read_kernel_file(mem_file(version_ == CgroupVersion::v1 ? "memory.usage_in_bytes" : "memory.current"));
+  auto t = read_mem(version_ == CgroupVersion::v1 ? "memory.usage_in_bytes" : "memory.current");
   return t ? parse_bytes_file(*t) : std::nullopt;
 }
 
 std::optional<Bytes> Cgroup::peak() const {
-  auto t = read_kernel_file(mem_file(version_ == CgroupVersion::v1 ? "memory.max_usage_in_bytes" : "memory.peak"));
+  auto t = read_mem(version_ == CgroupVersion::v1 ? "memory.max_usage_in_bytes" : "memory.peak");
   return t ? parse_bytes_file(*t) : std::nullopt;
 }
 
 std::optional<double> Cgroup::cpu_s() const {
   if (version_ == CgroupVersion::v1) {
-    auto t = read_kernel_file(mem_file("cpuacct.usage"));
+    auto t = read_mem("cpuacct.usage");
     return t ? parse_cpuacct_usage(*t) : std::nullopt;
   }
-  auto t = read_kernel_file(mem_file("cpu.stat"));
+  auto t = read_mem("cpu.stat");
   return t ? parse_cpu_stat_usage(*t) : std::nullopt;
 }
 
@@ -289,7 +314,7 @@ Status Cgroup::add_process(pid_t pid) const {
 }
 
 std::vector<pid_t> Cgroup::processes() const {
-  auto t = read_kernel_file(mem_file("cgroup.procs"));
+  auto t = read_mem("cgroup.procs");
   auto pids = t ? parse_cgroup_procs(*t) : std::nullopt;
   return pids.value_or(std::vector<pid_t>{});
 }

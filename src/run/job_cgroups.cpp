@@ -7,7 +7,7 @@
 namespace memgate {
 
 JobCgroups::JobCgroups(platform::Cgroup parent, Clock clock)
-    : parent_(std::move(parent)), clock_(clock), cpu_accounted_(parent_.cpu_s().has_value()) {}
+    : parent_(parent.with_open_dir()), clock_(clock), cpu_accounted_(parent_.cpu_s().has_value()) {}
 
 Result<platform::Cgroup> JobCgroups::make() {
   return parent_.create_child(fmt::format("{}{}", kJobCgroupPrefix, ++made_));

@@ -15,10 +15,10 @@ namespace memgate {
 
 namespace {
 
-// The whole file; with `short_is_end`, a read shorter than the buffer ends
-// it (kernel files, see read_kernel_file), else only a read of 0 does.
-std::optional<std::string> read_whole(const std::string& path, bool short_is_end) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// The whole file open as `fd` (closed here; < 0: none). With
+// `short_is_end`, a read shorter than the buffer ends it (kernel files,
+// see read_kernel_file), else only a read of 0 does.
+std::optional<std::string> read_fd(int fd, bool short_is_end) {
   if (fd < 0) return std::nullopt;
   std::string out;
   char buf[8192];
@@ -38,8 +38,16 @@ std::optional<std::string> read_whole(const std::string& path, bool short_is_end
 
 }  // namespace
 
-std::optional<std::string> read_file(const std::string& path) { return read_whole(path, false); }
-std::optional<std::string> read_kernel_file(const std::string& path) { return read_whole(path, true); }
+std::optional<std::string> read_file(const std::string& path) {
+  return read_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC), false);
+}
+std::optional<std::string> read_kernel_file(const std::string& path) {
+  return read_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC), true);
+}
+std::optional<std::string> read_kernel_file_at(int dirfd, const std::string& rel) {
+  if (dirfd < 0 || rel.empty() || rel.front() == '/') return std::nullopt;
+  return read_fd(::openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW), true);
+}
 
 Status write_file(const std::string& path, std::string_view content, bool create) {
   int flags = O_WRONLY | O_CLOEXEC | (create ? (O_CREAT | O_TRUNC) : 0);

@@ -18,6 +18,11 @@ std::optional<std::string> read_file(const std::string& path);
 // shorter than the buffer is the end, and the read that would return 0
 // is saved.
 std::optional<std::string> read_kernel_file(const std::string& path);
+// read_kernel_file of `rel`, a path relative to the directory open as
+// `dirfd` (openat; the last component is not followed if a link): a
+// cgroup file below a directory held open walks only the components
+// below it, not the whole path from /sys each time.
+std::optional<std::string> read_kernel_file_at(int dirfd, const std::string& rel);
 
 // Writes `content` in one write(2) (cgroup files need that), without
 // O_CREAT unless `create` is set. The error names the path and errno.

@@ -166,3 +166,29 @@ TEST_F(LiveCgroup, AllProcessesExceptSkipsTheNamedChildren) {
   ::waitpid(in_job, &st, 0);
   ::waitpid(in_build, &st, 0);
 }
+
+// A job cgroup made below a held directory reads as one opened by its
+// path: the same memory in use, peak and members.
+TEST_F(LiveCgroup, AChildOfAHeldDirectoryReadsAsByItsPath) {
+  const Cgroup held = cg_.with_open_dir();
+  auto job = held.create_child("job-7");
+  ASSERT_TRUE(job.ok()) << job.error();
+  const Cgroup by_path = Cgroup::open(job->version(), job->memory_dir(), job->freezer_dir());
+  int release = -1;
+  pid_t child = spawn(&release, [] {});
+  ASSERT_GT(child, 0);
+  ASSERT_TRUE(job->add_process(child).ok());
+  EXPECT_EQ(job->processes(), std::vector<pid_t>{child});
+  EXPECT_EQ(job->processes(), by_path.processes());
+  ASSERT_TRUE(job->usage().has_value());
+  EXPECT_TRUE(by_path.usage().has_value());
+  EXPECT_EQ(job->peak().has_value(), by_path.peak().has_value());
+  EXPECT_EQ(job->cpu_s().has_value(), by_path.cpu_s().has_value());
+  ::close(release);
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  // Gone from the kernel, gone from both.
+  ASSERT_TRUE(job->remove().ok());
+  EXPECT_FALSE(job->usage().has_value());
+  EXPECT_FALSE(by_path.usage().has_value());
+}
