@@ -193,9 +193,13 @@ struct JobProfile {
 };
 
 // A point of a memory profile: seconds since the job (or build) started.
+// A job's profile may carry its CPU clock too: the job's CPU seconds at
+// that point (< 0: not read). Its envelope is learned on that clock, the
+// one admission reads it by (predict/envelope.hpp).
 struct MemSample {
   double t_s = 0;
   Bytes bytes = 0;
+  double cpu_s = -1;
 };
 
 // One run of a job's program. A job that was requeued has several.

@@ -1,5 +1,6 @@
 #include "history/codec.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -77,7 +78,10 @@ Counters decode_counters(const std::string& text) {
 
 std::string encode_series(const std::vector<MemSample>& series) {
   json j = json::array();
-  for (const auto& s : series) j.push_back(json::array({s.t_s, s.bytes}));
+  for (const auto& s : series) {
+    if (s.cpu_s >= 0) j.push_back(json::array({s.t_s, s.bytes, s.cpu_s}));
+    else j.push_back(json::array({s.t_s, s.bytes}));
+  }
   return j.dump();
 }
 
@@ -86,10 +90,18 @@ std::vector<MemSample> decode_series(const std::string& text) {
   json j = parse_or_null(text);
   if (!j.is_array()) return out;
   for (const auto& p : j) {
-    if (!p.is_array() || p.size() != 2) continue;
+    // [t, bytes], or [t, bytes, cpu] for a point on the job's CPU clock.
+    if (!p.is_array() || p.size() < 2 || p.size() > 3) continue;
     auto t = number_as<double>(p[0]);
     auto bytes = number_as<Bytes>(p[1]);
-    if (t && bytes) out.push_back({*t, *bytes});
+    if (!t || !bytes) continue;
+    double cpu = -1;
+    if (p.size() == 3) {
+      auto c = number_as<double>(p[2]);
+      if (!c || !std::isfinite(*c) || *c < 0) continue;
+      cpu = *c;
+    }
+    out.push_back({*t, *bytes, cpu});
   }
   return out;
 }

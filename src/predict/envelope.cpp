@@ -22,7 +22,12 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s) {
   Bytes peak = 0;
   for (const auto& s : profile) peak = std::max(peak, s.bytes);
   if (peak <= 0) return e;
-  const double duration = duration_s > 0 ? duration_s : profile.back().t_s;
+  // The clock: the job's CPU time where every point has it (admission
+  // reads x as CPU progress), else wall time.
+  const bool on_cpu = profile.back().cpu_s > 0 &&
+                      std::all_of(profile.begin(), profile.end(), [](const MemSample& p) { return p.cpu_s >= 0; });
+  auto clock = [&](const MemSample& p) { return on_cpu ? p.cpu_s : p.t_s; };
+  const double duration = on_cpu ? profile.back().cpu_s : duration_s > 0 ? duration_s : profile.back().t_s;
   e.at.assign(kEnvelopePoints, 0.0);
   if (duration <= 0) {
     e.at.assign(kEnvelopePoints, 1.0);
@@ -35,7 +40,7 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s) {
   std::size_t k = 0;  // the last sample at or before x (or the first one)
   for (int i = 0; i < kEnvelopePoints; ++i) {
     const double t = duration * i / (kEnvelopePoints - 1);
-    while (k + 1 < profile.size() && profile[k + 1].t_s <= t) ++k;
+    while (k + 1 < profile.size() && clock(profile[k + 1]) <= t) ++k;
     e.at[i] = static_cast<double>(suffix[k]) / static_cast<double>(peak);
   }
   make_future_max(e.at);

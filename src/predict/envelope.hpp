@@ -17,8 +17,13 @@ constexpr int kEnvelopeMinPoints = 2;
 constexpr int kEnvelopeMaxPoints = 64;
 
 // One run's envelope from its profile (t relative to the run's start,
-// time-ordered). `duration_s` is the run's wall time; 0 takes the last
-// sample's time. Memory between two samples is taken as the higher of
+// time-ordered). On the job's CPU clock where every point has one
+// (MemSample::cpu_s, the last point's the run's CPU time): admission
+// reads x as CPU progress, and a run slowed for a stretch (shared cores,
+// a freeze) would otherwise show its peak at another share of its life
+// than its progress had it, later (held too long) or earlier (released
+// too soon). Else on wall time: `duration_s` is the run's wall time; 0
+// takes the last sample's time. Memory between two samples is taken as the higher of
 // them, so E(x) also counts the last sample at or before x: never below
 // the truth. Empty for an empty profile or a zero peak.
 Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 0);

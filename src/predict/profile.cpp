@@ -33,4 +33,23 @@ PeakTiming peak_timing(const std::vector<MemSample>& profile, double duration_s,
   return t;
 }
 
+void interpolate_cpu_clock(std::vector<MemSample>& profile) {
+  double most = 0;
+  std::size_t last = profile.size();  // the last point that read it
+  for (std::size_t i = 0; i < profile.size(); ++i) {
+    MemSample& s = profile[i];
+    if (s.cpu_s < 0) continue;
+    s.cpu_s = most = std::max(most, s.cpu_s);
+    if (last < i) {
+      const MemSample& a = profile[last];
+      const double span = s.t_s - a.t_s;
+      for (std::size_t k = last + 1; k < i; ++k) {
+        const double f = span > 0 ? std::clamp((profile[k].t_s - a.t_s) / span, 0.0, 1.0) : 1.0;
+        profile[k].cpu_s = a.cpu_s + f * (s.cpu_s - a.cpu_s);
+      }
+    }
+    last = i;
+  }
+}
+
 }  // namespace memgate

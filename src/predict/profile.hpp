@@ -53,6 +53,13 @@ std::vector<Point> downsample_keeping_peaks(const std::vector<Point>& profile, s
   return out;
 }
 
+// Fills in the CPU clock (MemSample::cpu_s) of the points between two
+// that read it, linearly in wall time; points after the last reading stay
+// unread (< 0). Readings are made non-decreasing. A job's profile starts
+// with {0, 0, 0} and ends with its CPU time, so once it has ended every
+// point has a clock.
+void interpolate_cpu_clock(std::vector<MemSample>& profile);
+
 inline std::vector<MemSample> downsample_profile(const std::vector<MemSample>& profile, std::size_t max_points = 64) {
   return downsample_keeping_peaks(profile, max_points);
 }

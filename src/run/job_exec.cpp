@@ -31,6 +31,7 @@ std::vector<std::string> JobExec::prepare_attempt() {
   proc_peak_ = 0;
   slow_ = {};
   slow_read_s_ = -1;
+  cpu_read_s_ = -1;
   if (!cgroups_) return {};
   auto cg = cgroups_->take();
   if (!cg) {
@@ -104,12 +105,17 @@ JobMemory JobExec::sample(Sampling how) {
       const double t = monotonic_s();
       if (how == Sampling::exact || (slow_read_s_ >= 0 && t - slow_read_s_ >= slow_sample_every(how))) {
         slow_.peak = std::max(slow_.peak, cg_->peak().value_or(0));
-        if (how == Sampling::quick || how == Sampling::exact) slow_.cpu_s = cgroup_cpu_s();
+        if (how == Sampling::quick || how == Sampling::exact || t - cpu_read_s_ >= kProfileCpu_s) {
+          slow_.cpu_s = cgroup_cpu_s();
+          cpu_read_s_ = t;
+          m.cpu_fresh = true;
+        }
         slow_read_s_ = t;
       } else if (slow_read_s_ < 0) {
         // The first sample sets the phase and reads nothing slow: a wave
         // of hundreds of jobs granted in one step is not read at once.
         slow_read_s_ = t - slow_sample_every(how) * static_cast<double>(job_id_ % 8) / 8.0;
+        cpu_read_s_ = t;
       }
       slow_.peak = std::max(slow_.peak, *u);
       m.current = *u;
@@ -123,6 +129,7 @@ JobMemory JobExec::sample(Sampling how) {
     const auto& all = snapshot(own);
     m.current = platform::tree_rss(child_, all);
     m.cpu_s = platform::ticks_to_seconds(platform::tree_cpu_ticks(child_, all));
+    m.cpu_fresh = true;
     proc_peak_ = std::max(proc_peak_, m.current);
     m.peak = proc_peak_;
   }

@@ -25,6 +25,9 @@ struct JobMemory {
   // (v2 cpu.stat, v1 cpuacct.usage where mounted with memory), else /proc
   // (utime + stime and waited-for children of its processes); < 0: none.
   double cpu_s = -1;
+  // cpu_s was read by this sample (not kept from an earlier one): the
+  // job's profile takes it as a point of its CPU clock.
+  bool cpu_fresh = false;
 };
 
 // `quick`, every tick: the memory in use now; the peak and the CPU time,
@@ -40,10 +43,14 @@ struct JobMemory {
 // at 512 sleeping jobs). A spike between two reads of the memory in use
 // is then seen up to 4 s later, not 1 s (the high-water mark keeps it),
 // and exactly at the job's end. `exact`: everything now (when the job
-// ends).
+// ends). `memory` and `sparse` still read the CPU time every
+// kProfileCpu_s, with a peak: the job's profile learns its envelope on
+// its CPU clock (a run slowed for a while by contention or a freeze
+// otherwise shows its peak later or earlier than its progress had it).
 enum class Sampling { quick, memory, sparse, exact };
 inline constexpr double kSlowSample_s = 1.0;
 inline constexpr double kSparseSample_s = 4.0;
+inline constexpr double kProfileCpu_s = 4.0;
 // How long after its last slow read a job's next sample reads the peak
 // (and the CPU time) again.
 constexpr double slow_sample_every(Sampling how) { return how == Sampling::sparse ? kSparseSample_s : kSlowSample_s; }
@@ -117,6 +124,7 @@ class JobExec final : public JobControl {
   Bytes proc_peak_ = 0;  // /proc fallback: the highest sample
   JobMemory slow_;         // the peak and CPU time as last read
   double slow_read_s_ = -1;
+  double cpu_read_s_ = -1;
   bool joined_ = true;   // the child is in cg_
 };
 

@@ -10,7 +10,7 @@ void ConnectedJob::begin_attempt(double now) {
   attempt_start = now;
   next_sample_t = -1;
   profile.clear();
-  profile.push_back(MemSample{0, 0});
+  profile.push_back(MemSample{0, 0, 0});
 }
 
 void ConnectedJob::end_attempt() {
@@ -20,9 +20,12 @@ void ConnectedJob::end_attempt() {
   current = 0;
 }
 
-void ConnectedJob::add_sample(double t, Bytes bytes) {
-  if (profile.size() >= kMaxSamples) profile = downsample_profile(profile, kMaxSamples / 2);
-  profile.push_back(MemSample{t - attempt_start, bytes});
+void ConnectedJob::add_sample(double t, Bytes bytes, double cpu_s) {
+  if (profile.size() >= kMaxSamples) {
+    interpolate_cpu_clock(profile);
+    profile = downsample_profile(profile, kMaxSamples / 2);
+  }
+  profile.push_back(MemSample{t - attempt_start, bytes, cpu_s});
 }
 
 ConnectedJob* LiveJobs::find(ConnId conn) {
@@ -69,7 +72,7 @@ void LiveJobs::sample(Governor& gov, const MemoryView& view, double t, const std
                                                           : Sampling::sparse);
     job.current = m.current;
     gov.sample(job.id, m.current, m.peak, t, m.cpu_s);
-    job.add_sample(t, m.current);
+    job.add_sample(t, m.current, m.cpu_fresh ? m.cpu_s : -1);
     if (!dense && clock && clock() - t >= kRoomyBudget_s) break;
   }
 }

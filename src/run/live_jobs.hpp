@@ -40,9 +40,11 @@ struct ConnectedJob {
   void begin_attempt(double now);
   // The attempt ended: its OS side and what memgate did to it are reset.
   void end_attempt();
-  // Its memory at `t` (since the build started) joins the curve, which is
-  // thinned to half once it holds kMaxSamples.
-  void add_sample(double t, Bytes bytes);
+  // Its memory at `t` (since the build started), and its CPU time if
+  // this sample read it (< 0: not), join the curve, which is thinned to
+  // half once it holds kMaxSamples (the CPU clock filled in first, so that
+  // thinning keeps it).
+  void add_sample(double t, Bytes bytes, double cpu_s = -1);
   static constexpr std::size_t kMaxSamples = 4096;
 };
 

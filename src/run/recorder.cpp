@@ -119,7 +119,8 @@ JobRecord Recorder::make_record(JobId id, const AttemptReport& a, double now) co
   r.engine = l.engine;
   double wall = now - a.attempt_start;
   std::vector<MemSample> profile = a.profile;
-  profile.push_back(MemSample{wall, 0});
+  profile.push_back(MemSample{wall, 0, a.cpu_s > 0 ? a.cpu_s : -1});
+  interpolate_cpu_clock(profile);  // every point on the job's CPU clock, if it was read
   PeakTiming timing = peak_timing(profile, wall);
   r.t_peak_s = timing.t_peak_s;
   r.peak_over_frac = timing.peak_over_frac;

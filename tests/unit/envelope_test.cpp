@@ -147,6 +147,52 @@ TEST(Envelope, MeasuredNvccJobsAreCoveredAndFall) {
   EXPECT_GE(checked, 10);
 }
 
+// A run slowed to half speed for its first 40 s (its cores shared): 20 s
+// of CPU by then, 80 by its end at 100 s. Its 1000 MB peak holds from 15
+// to 20 CPU-s (30 to 40 s of wall), then 250 MB. Admission reads x as CPU
+// progress: on the CPU clock the peak ends at 25%; on the wall clock it
+// would end at 40% and the job would hold its peak for 15% of its life
+// longer. Slowed late instead, the wall clock would release it early.
+TEST(Envelope, IsLearnedOnTheJobsCpuClockWhereEveryPointHasOne) {
+  auto cpu_at = [](double t) { return t < 40 ? t / 2 : 20 + (t - 40); };
+  std::vector<MemSample> prof;
+  for (int t = 0; t <= 100; ++t) {
+    const double c = cpu_at(t);
+    const Bytes mb = c < 15 ? static_cast<Bytes>(1000 * c / 15) : c <= 20 ? 1000 : 250;
+    prof.push_back({static_cast<double>(t), mb * MB, c});
+  }
+  const auto on_cpu = envelope_of(prof, 100);
+  EXPECT_DOUBLE_EQ(envelope_at(on_cpu, 0.24), 1.0);   // the peak is the job's until 20 of 80 CPU-s
+  EXPECT_DOUBLE_EQ(envelope_at(on_cpu, 0.3), 0.25);   // then what it still uses
+  EXPECT_NEAR(envelope_peak_end(Prediction{.peak = 1000 * MB, .envelope = on_cpu}), 0.26, 0.02);
+
+  // One point without its clock: the wall clock, as before there was one.
+  prof[50].cpu_s = -1;
+  const auto on_wall = envelope_of(prof, 100);
+  EXPECT_DOUBLE_EQ(envelope_at(on_wall, 0.3), 1.0);
+  EXPECT_DOUBLE_EQ(envelope_at(on_wall, 0.45), 0.25);
+}
+
+// Readings of the CPU clock taken every few seconds fill in the points
+// between them; points after the last reading stay unread, and a reading
+// lower than an earlier one (two ways of counting) does not go back.
+TEST(Envelope, TheCpuClockIsFilledInBetweenItsReadings) {
+  std::vector<MemSample> prof = {{0, 0, 0}, {1, 10}, {2, 20}, {4, 40, 2}, {5, 50}, {6, 60, 1.5}, {7, 70}};
+  interpolate_cpu_clock(prof);
+  EXPECT_DOUBLE_EQ(prof[1].cpu_s, 0.5);
+  EXPECT_DOUBLE_EQ(prof[2].cpu_s, 1.0);
+  EXPECT_DOUBLE_EQ(prof[3].cpu_s, 2.0);
+  EXPECT_DOUBLE_EQ(prof[4].cpu_s, 2.0);
+  EXPECT_DOUBLE_EQ(prof[5].cpu_s, 2.0);
+  EXPECT_LT(prof[6].cpu_s, 0);
+  // The job's end adds its CPU time: every point has a clock, and the
+  // envelope is on it.
+  prof.push_back({8, 0, 6});
+  interpolate_cpu_clock(prof);
+  EXPECT_DOUBLE_EQ(prof[6].cpu_s, 4.0);
+  for (const auto& p : prof) EXPECT_GE(p.cpu_s, 0);
+}
+
 TEST(Envelope, DeclinesWhenItFallsBelowThePeak) {
   Prediction p;
   EXPECT_FALSE(envelope_declines(p)) << "nothing known";

@@ -71,7 +71,8 @@ JobRecord sample_job(int i) {
   j.exit_status = i == 2 ? 1 : 0;
   j.attempts = 2;
   j.attempt_log = {{2.5, 20.0, Outcome::oom, 3 * GiB, 16.5}, {21.0, 130.0625 + i, Outcome::ok, 4263821312 + i, 108.25}};
-  j.profile = {{0, 104316928}, {1.5, 519000000}, {19, 4264636416}, {107.03, 438000000}};
+  // A point without its CPU clock ({t, bytes}) among points with one.
+  j.profile = {{0, 104316928, 0}, {1.5, 519000000}, {19, 4264636416, 17.25}, {107.03, 438000000, 108.25}};
   if (i == 1) {
     j.where = Placement::offloaded;
     j.engine = "distcc";
@@ -140,6 +141,7 @@ void expect_same_job(const JobRecord& a, const JobRecord& b) {
   for (size_t i = 0; i < a.profile.size(); ++i) {
     EXPECT_DOUBLE_EQ(a.profile[i].t_s, b.profile[i].t_s);
     EXPECT_EQ(a.profile[i].bytes, b.profile[i].bytes);
+    EXPECT_DOUBLE_EQ(a.profile[i].cpu_s, b.profile[i].cpu_s);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "predict/envelope.hpp"
+#include "predict/profile.hpp"
 #include "support/runner_fakes.hpp"
 
 using namespace memgate;
@@ -96,6 +97,43 @@ TEST_F(LiveJobsTest, ALongCurveIsThinnedToHalf) {
   job.add_sample(100, 2 * MiB);
   EXPECT_LE(job.profile.size(), ConnectedJob::kMaxSamples / 2 + 1);
   EXPECT_EQ(job.profile.back().bytes, 2 * MiB);
+}
+
+// The job's CPU clock: a sample that read the CPU time puts it on its
+// point of the curve; one that kept an earlier reading does not (it
+// would date that reading late). Thinning keeps the clock, filled in.
+TEST_F(LiveJobsTest, ASampleThatReadTheCpuTimePutsItOnTheCurve) {
+  FakeJobState& s = running(1, 0);
+  view_.build_used = 3 * GiB;  // every job every tick
+  s.mem = JobMemory{100 * MiB, 100 * MiB, 0.75, /*cpu_fresh=*/true};
+  live_.sample(*gov_, view_, 1);
+  s.mem = JobMemory{200 * MiB, 200 * MiB, 0.75, /*cpu_fresh=*/false};
+  live_.sample(*gov_, view_, 2);
+  const ConnectedJob& job = *live_.find(1);
+  ASSERT_EQ(job.profile.size(), 3u);
+  EXPECT_DOUBLE_EQ(job.profile[0].cpu_s, 0) << "an attempt starts at 0 s of CPU";
+  EXPECT_DOUBLE_EQ(job.profile[1].cpu_s, 0.75);
+  EXPECT_LT(job.profile[2].cpu_s, 0);
+
+  ConnectedJob& long_job = *live_.find(1);
+  for (std::size_t i = long_job.profile.size(); i < ConnectedJob::kMaxSamples; ++i)
+    long_job.add_sample(2 + static_cast<double>(i) * 0.01, static_cast<Bytes>(i % 7) * MiB,
+                        i % 400 == 0 ? 0.75 + static_cast<double>(i) * 0.01 : -1);
+  long_job.add_sample(60, MiB, 60);
+  interpolate_cpu_clock(long_job.profile);  // as the job's record does at its end
+  int between_readings = 0;
+  for (std::size_t i = 1; i < long_job.profile.size(); ++i) {
+    const MemSample& p = long_job.profile[i];
+    ASSERT_GE(p.cpu_s, 0) << i;
+    EXPECT_GE(p.cpu_s, long_job.profile[i - 1].cpu_s) << i;
+    // The readings, not a line from the start to the end, date the
+    // points thinning kept: the clock ran 1.25 s behind the wall.
+    if (p.t_s > 6 && p.t_s < 38) {
+      EXPECT_NEAR(p.cpu_s, p.t_s - 1.25, 0.01) << i;
+      ++between_readings;
+    }
+  }
+  EXPECT_GT(between_readings, 100);
 }
 
 TEST_F(LiveJobsTest, TheTickTellsTheGovernorWhatEachRunningJobUses) {

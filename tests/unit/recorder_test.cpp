@@ -56,6 +56,20 @@ TEST(Recorder, RecordTakesPeakTimingFromTheAttemptsProfile) {
   EXPECT_EQ(r.after_peak_bytes, 512 * MiB);
   EXPECT_LE(r.profile.size(), 64u);
   EXPECT_FALSE(r.argv_digest.empty());
+  EXPECT_LT(r.profile[1].cpu_s, 0) << "no reading of its CPU time during the run: no clock";
+}
+
+// Readings of the job's CPU time during its run, and its CPU time at its
+// end: every point of the record's profile is on its CPU clock.
+TEST(Recorder, RecordPutsTheProfileOnTheJobsCpuClock) {
+  Recorder rec("/src", "make", 1000);
+  AttemptReport a = nvcc_like_attempt(2 * GiB);
+  a.profile.front().cpu_s = 0;
+  a.profile[50].cpu_s = 3.0;  // slow at first: 3 CPU-s in the first 5 s, 6.5 in the next 5
+  JobRecord r = rec.make_record(finished_job(rec, 2 * GiB), a, 12);
+  ASSERT_FALSE(r.profile.empty());
+  for (const MemSample& p : r.profile) EXPECT_GE(p.cpu_s, 0) << p.t_s;
+  EXPECT_DOUBLE_EQ(r.profile.back().cpu_s, 9.5);
 }
 
 // Waits, time frozen and attempts add up from what the governor told:
