@@ -21,8 +21,15 @@ void Pace::ticked(double t, Bytes used, Bytes limit) {
 }
 
 void Pace::job_arrived(double now, double pred_wall_s) {
-  double gather = std::min(kGatherMax_s, kGatherShare * pred_wall_s);
-  if (!admitted_any_) gather = kGatherMax_s;  // the build's first burst, whatever is known of it
+  if (!admitted_any_) {
+    // The build's first burst, whatever is known of it: until it has
+    // been quiet for kGatherMax_s, at most kFirstBurstMax_s after its
+    // first job (the tick, which admits, waits for it).
+    if (first_arrival_ < 0) first_arrival_ = now;
+    next_tick_ = std::min(now + kGatherMax_s, first_arrival_ + kFirstBurstMax_s);
+    return;
+  }
+  const double gather = std::min(kGatherMax_s, kGatherShare * pred_wall_s);
   if (gather >= kGatherMin_s) next_tick_ = std::min(next_tick_, now + gather);  // the tick admits it
   else schedule();
 }

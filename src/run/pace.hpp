@@ -14,11 +14,16 @@
 // two 1 GB tables one after the other, not beside them). Short jobs (no-op
 // compiles, anything under 0.5 s) and jobs of unknown length go at once,
 // except in the build's first burst: before anything has been admitted,
-// every job waits the 50 ms, so that with nothing known the first job is
-// the one the build tool started first (ties go by its order, the pid),
-// not the one whose wrapper happened to connect first (a cold nvcc build
-// started its small kernels before the two big ones the Makefile lists
-// first, and finished 1.15x make -j2 instead of 1.01x).
+// admission waits until no job has arrived for 50 ms (at most 0.5 s after
+// the first), so that with nothing known the first job is the one the
+// build tool started first (ties go by its order, the pid), not the one
+// whose wrapper happened to connect first (a cold nvcc build started its
+// small kernels before the two big ones the Makefile lists first, and
+// finished 1.15x make -j2 instead of 1.01x), and with history,
+// longest-first chooses among the whole burst: 17 wrappers that make
+// started at once on 2 cores connect over more than 50 ms, and a warm
+// flash-real build started a 36 CPU-s backward kernel, the longest of the
+// first few, alone, not its two longest forward kernels side by side.
 //
 // Pure: the loop gives it its clock's readings.
 #pragma once
@@ -35,6 +40,7 @@ class Pace {
   static constexpr double kGatherShare = 0.01;
   static constexpr double kGatherMax_s = 0.05;
   static constexpr double kGatherMin_s = 0.005;
+  static constexpr double kFirstBurstMax_s = 0.5;
 
   // Admission runs at the end of this loop turn.
   void schedule() { scheduled_ = true; }
@@ -61,6 +67,7 @@ class Pace {
   double next_tick_ = 0;
   bool scheduled_ = false;
   bool admitted_any_ = false;
+  double first_arrival_ = -1;
 };
 
 }  // namespace memgate

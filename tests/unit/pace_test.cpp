@@ -38,6 +38,24 @@ TEST(Pace, TheFirstBurstIsGatheredWhateverIsKnown) {
   EXPECT_TRUE(p.tick_due(0.061));
 }
 
+// Wrappers of one burst connect over more than 50 ms on a loaded
+// machine: the first burst lasts until it has been quiet for 50 ms, the
+// regular tick included, but at most 0.5 s.
+TEST(Pace, TheFirstBurstLastsUntilItIsQuiet) {
+  Pace p;
+  p.ticked(0, 0, GiB);  // the next regular tick at 0.1
+  for (double t = 0.01; t < 0.2; t += 0.03) p.job_arrived(t, 30);
+  EXPECT_FALSE(p.scheduled());
+  EXPECT_FALSE(p.tick_due(0.15)) << "the regular tick waits for the burst too";
+  EXPECT_FALSE(p.tick_due(0.22));
+  EXPECT_TRUE(p.tick_due(0.241));
+
+  Pace endless;
+  endless.ticked(0, 0, GiB);
+  for (double t = 0.01; t < 2; t += 0.01) endless.job_arrived(t, 0);
+  EXPECT_TRUE(endless.tick_due(0.511)) << "at most 0.5 s after its first job";
+}
+
 TEST(Pace, AfterTheFirstAdmissionOnlyLongJobsWaitForTheirBurst) {
   Pace p;
   p.admitted();
