@@ -365,6 +365,13 @@ void Predictor::observe_peak(const JobKey& key, Bytes peak) {
   Bytes floor = 0;
   const Prediction p = guess(key, &elsewhere, &floor);
   if (!elsewhere || p.peak <= 0 || floor > 0) return;
+  // Only a peak above the guess says something before the job ends: a
+  // real nvcc job's host side peaks at 0.8 GiB and falls before cicc
+  // climbs to 6 GiB, so a peak below the guess may not be the job's. It
+  // scaled a flash-attn prior to 0.15 of itself, and the next backward
+  // kernel, admitted at 0.85 GiB beside another, was frozen and then
+  // killed at 6 GiB. A prior too high is scaled when a job ends.
+  if (peak <= p.peak) return;
   Calibration& c = calibration_[klass_family(key.klass)];
   c.peak_ratio = std::max(c.peak_ratio, static_cast<double>(peak) / static_cast<double>(p.peak));
 }

@@ -43,7 +43,8 @@
 // how this build's own jobs compared with it: every job of the current
 // build that finishes while its prediction still came from a profile gives
 // a ratio (its peak / that prediction, per tool family), and so does every
-// job seen running well below its peak (observe_peak: its peak only). Once the largest
+// job seen running well below a peak above its prediction (observe_peak:
+// its peak only; a peak below may not be the job's last, see there). Once the largest
 // ratio × `calibration_margin` leaves [1/band, band], profile guesses of the
 // family are multiplied by it (the largest: a prior that is wrong by a
 // different factor for different jobs is trusted for none below its worst
@@ -127,8 +128,9 @@ class Predictor {
   // Also call it for an attempt memgate or the kernel killed (the record's
   // last attempt_log outcome "requeued" or "oom"), before it is retried.
   void observe(const JobRecord& job);
-  // A job of the current build is running well past its peak: the peak
-  // joins the calibration of profile guesses (above) before the job ends.
+  // A job of the current build is running well past its peak: a peak
+  // above its guess joins the calibration of profile guesses (above)
+  // before the job ends; one below waits for its end (it may rise again).
   void observe_peak(const JobKey& key, Bytes peak);
   Prediction predict(const JobKey& key) const;
 
