@@ -153,6 +153,11 @@ constexpr int kMaxCpuWeight = 1024;
 // predict/envelope.hpp learns, combines and reads it.
 struct Envelope {
   std::vector<double> at;
+  // Where the recorded runs' memory, having reached 90% of their peak,
+  // first fell below half of it (the earliest of the runs; < 0: not
+  // known). A running job whose memory has done the same is there,
+  // whatever its CPU time says (Governor::envelope_x).
+  double fall_x = -1;
   bool empty() const { return at.empty(); }
   bool operator==(const Envelope&) const = default;
 };

@@ -57,6 +57,8 @@ struct GovJob {
     Bytes attempt_peak = 0;    // this attempt
     double cpu_s = -1;         // CPU time of this attempt so far; < 0: cannot be read
     double peak_x = -1;        // its progress when attempt_peak last rose (Governor::progress)
+    double fall_x = -1;        // its progress when its memory, having reached 90% of the
+                               // predicted peak, first fell below half its peak
     bool peak_told = false;    // on_past_peak was told of this attempt
   } run;
 

@@ -86,11 +86,27 @@ double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
 // envelope's peak is where the job's was. Own history's timing is the
 // job's own, and stays. A second peak the guess did not foresee is what
 // freeze and requeue are for, as for every guess.
+//
+// A job's own record has its timing, on a CPU clock that contention
+// bends: on 2 SMT cores a flash-attn kernel took 321 CPU-s beside another
+// and about 140 alone, so the same kernel run alone the next time was at
+// a third of its recorded CPU time when its memory fell, and held its
+// peak to 39% of that, alone, for 70 s more (bench/real-kernels). Where
+// the record knows where its memory first fell below half its peak after
+// reaching 90% of it (Envelope::fall_x), a job whose memory has done the
+// same is read from there on: x' = max(x, fall + (x - its own fall)).
+// Only that first fall is matched, so a later peak the record had is
+// still ahead of it.
 double Governor::envelope_x(const GovJob& j, double x) {
   const PredictionSource src = j.pred.source;
   const bool from_others =
       src == PredictionSource::similar || src == PredictionSource::build || src == PredictionSource::fallback;
-  if (!from_others || j.run.peak_x < 0 || x <= j.run.peak_x) return x;
+  if (!from_others) {
+    const double fall = j.pred.envelope.fall_x;
+    if (fall < 0 || j.run.fall_x < 0 || x < j.run.fall_x) return x;
+    return std::min(1.0, std::max(x, fall + (x - j.run.fall_x)));
+  }
+  if (j.run.peak_x < 0 || x <= j.run.peak_x) return x;
   if (j.run.current >= scale(j.run.attempt_peak, 0.5)) return x;
   return std::min(1.0, std::max(x, envelope_peak_end(j.pred) + (x - j.run.peak_x)));
 }
@@ -367,6 +383,8 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cp
   const Bytes before = j.run.attempt_peak;
   j.run.attempt_peak = std::max({j.run.attempt_peak, peak, current});
   if (j.run.attempt_peak > before) j.run.peak_x = progress(j, now);
+  if (j.run.fall_x < 0 && j.run.attempt_peak >= scale(pred, 0.9) && current < j.run.attempt_peak / 2)
+    j.run.fall_x = progress(j, now);
   if (!was_over && j.run.attempt_peak > scale(pred, 1.1)) {
     count(Counter::overshoot);
     event(now, EventKind::overshoot, id,

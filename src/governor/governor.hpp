@@ -282,7 +282,10 @@ class Governor {
   // from other jobs (similar stems, the klass, a default) whose memory
   // has halved from its peak, at
   // least as far past the envelope's peak (envelope_peak_end) as the job
-  // is past its own (run.peak_x).
+  // is past its own (run.peak_x); for its own record that knows its fall
+  // (Envelope::fall_x), once the job's memory has fallen as the record's
+  // did, at least as far past the record's fall as the job is past its own
+  // (run.fall_x).
   static double envelope_x(const GovJob& j, double x);
 
   // The jobserver (governor/jobserver.hpp): the tokens its clients hold

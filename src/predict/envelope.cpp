@@ -43,6 +43,16 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s) {
     while (k + 1 < profile.size() && clock(profile[k + 1]) <= t) ++k;
     e.at[i] = static_cast<double>(suffix[k]) / static_cast<double>(peak);
   }
+  // The fall: the first sample under half the peak after one at 90% of it.
+  bool high = false;
+  for (const MemSample& p : profile) {
+    if (!high) {
+      high = static_cast<double>(p.bytes) >= 0.9 * static_cast<double>(peak);
+    } else if (static_cast<double>(p.bytes) < 0.5 * static_cast<double>(peak)) {
+      e.fall_x = std::clamp(clock(p) / duration, 0.0, 1.0);
+      break;
+    }
+  }
   make_future_max(e.at);
   return e;
 }
@@ -65,6 +75,14 @@ Envelope combine_envelopes(const std::vector<Envelope>& runs) {
     out.at[i] = vals.size() >= 3 ? vals[1] : vals[0];
   }
   make_future_max(out.at);
+  // The earliest fall, known only if every run knows its own.
+  for (const auto* r : some) {
+    if (r->fall_x < 0) {
+      out.fall_x = -1;
+      break;
+    }
+    out.fall_x = out.fall_x < 0 ? r->fall_x : std::min(out.fall_x, r->fall_x);
+  }
   return out;
 }
 

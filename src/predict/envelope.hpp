@@ -16,7 +16,9 @@ constexpr int kEnvelopePoints = 32;
 constexpr int kEnvelopeMinPoints = 2;
 constexpr int kEnvelopeMaxPoints = 64;
 
-// One run's envelope from its profile (t relative to the run's start,
+// One run's envelope from its profile, and its fall (Envelope::fall_x;
+// a profile that never falls below half its peak after reaching 90% of it
+// has none) (t relative to the run's start,
 // time-ordered). On the job's CPU clock where every point has one
 // (MemSample::cpu_s, the last point's the run's CPU time): admission
 // reads x as CPU progress, and a run slowed for a stretch (shared cores,
@@ -30,8 +32,9 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 
 
 // The upper envelope over several runs, robust to one noisy run: at each
 // point the second-highest value of three or more runs, the highest of
-// one or two; then made non-increasing and 1 at x = 0. Empty runs are
-// skipped; all empty gives an empty envelope.
+// one or two; then made non-increasing and 1 at x = 0; its fall the
+// earliest of theirs, unknown if one run's is. Empty runs are skipped;
+// all empty gives an empty envelope.
 Envelope combine_envelopes(const std::vector<Envelope>& runs);
 
 // Nearest rank, rounding up, so that small groups lean high; q is

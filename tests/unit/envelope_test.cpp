@@ -71,6 +71,31 @@ TEST(Envelope, TwoPeaksKeepTheSecond) {
   EXPECT_DOUBLE_EQ(envelope_at(e, 0.8), 0.1);
 }
 
+// Where the memory first fell below half its peak after reaching 90% of
+// it: the job's own landmark, matched by a running job whatever its CPU
+// time says (Governor::envelope_x). The first fall, also when a second
+// peak follows (the envelope there still holds it); the earliest over
+// runs; unknown for a run that never falls, and then for the runs
+// together.
+TEST(Envelope, ItsFallIsWhereTheMemoryFirstDroppedBelowHalfItsPeak) {
+  auto flat_after = envelope_of(profile_of([](int t) { return t <= 25 ? 40 * t : 250; }));
+  EXPECT_DOUBLE_EQ(flat_after.fall_x, 0.26);
+  auto two_peaks = envelope_of(profile_of([](int t) {
+    if (t <= 20) return 50 * t;
+    if (t < 60) return 200;
+    if (t <= 70) return 800;
+    return 100;
+  }));
+  EXPECT_DOUBLE_EQ(two_peaks.fall_x, 0.21);
+  EXPECT_DOUBLE_EQ(envelope_at(two_peaks, two_peaks.fall_x + 0.05), 0.8) << "the second peak is still ahead";
+  auto stays_high = envelope_of(profile_of([](int t) { return t <= 25 ? 40 * t : 800; }));
+  EXPECT_LT(stays_high.fall_x, 0);
+  auto later = envelope_of(profile_of([](int t) { return t <= 40 ? 25 * t : 250; }));
+  EXPECT_DOUBLE_EQ(combine_envelopes({later, flat_after}).fall_x, 0.26);
+  EXPECT_LT(combine_envelopes({later, stays_high}).fall_x, 0);
+  EXPECT_LT(step_envelope(0.3, 0.25).fall_x, 0) << "two numbers do not say where";
+}
+
 TEST(Envelope, OneNoisyRunAmongThreeIsOutvoted) {
   auto quiet = [](int t) { return t <= 25 ? 40 * t : 250; };
   auto noisy = [](int t) { return t <= 80 ? 1000 : 250; };  // stayed high (a neighbour, a bad sample)

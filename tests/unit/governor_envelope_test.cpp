@@ -227,6 +227,36 @@ TEST(Governor, AGuessFromOthersReadsTheirEnvelopeFromItsOwnPeakOnceItHalves) {
   }
 }
 
+// Its own record, taken beside another job on SMT cores (CPU time
+// inflated), fell at 42% of its recorded CPU time; run alone, the job's
+// memory falls at 24%. Matched at that fall, the record's tail holds and
+// the next job starts. A record whose first fall comes before a second
+// peak (the envelope at its fall still 1) keeps the job's peak held.
+TEST(Governor, AnOwnRecordIsReadFromItsFallOnceTheJobsMemoryFallsAsItsDid) {
+  for (const bool second_peak : {false, true}) {
+    SCOPED_TRACE(second_peak);
+    Env f(6 * GiB);
+    Envelope e = second_peak ? step_envelope(0.7, 0.2) : step_envelope(0.4, 0.2);
+    e.fall_x = second_peak ? 0.3 : 0.42;
+    JobId a = f.submit("bwd", guess(4 * GiB, e, PredictionSource::history, 1));
+    JobId b = f.submit_plain("next", 4 * GiB);
+    ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+    f.g().sample(a, 3800 * MiB, 3800 * MiB, 20, 20);
+    EXPECT_LT(f.g().job(a).run.fall_x, 0) << "at its peak";
+    f.g().sample(a, 1536 * MiB, 3800 * MiB, 24, 24);
+    EXPECT_DOUBLE_EQ(f.g().job(a).run.fall_x, 0.24);
+    if (!second_peak) {
+      EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.24), 0.42);
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 24), 1536 * MiB);
+      EXPECT_EQ(f.g().step(used(1536 * MiB), 24).admit, std::vector<JobId>{b});
+    } else {
+      EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.24), 0.3);
+      EXPECT_EQ(f.g().reservation(f.g().job(a), 24), 4 * GiB);
+      EXPECT_TRUE(f.g().step(used(1536 * MiB), 24).admit.empty());
+    }
+  }
+}
+
 TEST(Governor, AGuessFromOthersStillNearItsPeakKeepsTheirTiming) {
   // The same guess, on a plateau at its peak long after it: nothing says
   // it is past it, so the envelope is read at its CPU progress.
