@@ -298,6 +298,17 @@ TEST(GovernorPacking, AJobThatDelaysTheLongOneStartsWhenWaitingWouldEndLater) {
   EXPECT_EQ(f.g().step(used(0), 1).admit, std::vector<JobId>{f.a});
 }
 
+// At 150 s R, predicted to end at 100 s, still runs: when it will end,
+// and L fit, is not known, so nothing is held for L and A starts, longest
+// first. The shadow took such a job to end a tenth of its time from now,
+// at every step: a real nvcc kernel on a machine slower than its prior's
+// ran 256 CPU-s for a predicted 137, and L's moment receded for two
+// minutes while a job that fit beside R's tail waited (bench/real-kernels).
+TEST(GovernorPacking, ARunningJobPastItsPredictedTimeHoldsNothingForTheLongOne) {
+  Packing f(AdmissionPolicy::packing, 0.3);
+  EXPECT_EQ(f.g().step(used(0), 150).admit, std::vector<JobId>{f.a});
+}
+
 TEST(GovernorPacking, WithoutDurationsItIsLongestFirst) {
   // Cold: no job's duration is known, so no moment can be told.
   for (AdmissionPolicy policy : {AdmissionPolicy::longest_first, AdmissionPolicy::packing}) {
