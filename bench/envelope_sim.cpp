@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", rows.error());
     return 1;
   }
-  fmt::print("{:<14} {:<9} {:>5} {:>9} {:>9} {:>7} {:>9} {:>12} {:>4}\n", "admission", "curve", "jobs", "wall_s",
-             "bound_s", "ratio", "peak_GiB", "released", "oom");
+  fmt::print("{:<14} {:<9} {:>5} {:>9} {:>9} {:>7} {:>9} {:>12} {:>4} {:>5}\n", "admission", "curve", "jobs", "wall_s",
+             "bound_s", "ratio", "peak_GiB", "released", "oom", "timed");
   for (const AdmissionPolicy policy : {AdmissionPolicy::longest_first, AdmissionPolicy::packing})
   for (const bool envelope : {false, true}) {
     std::vector<PlanJob> jobs;
@@ -56,10 +56,10 @@ int main(int argc, char** argv) {
     o.admission = policy;
     const MemgateRun run = simulate_memgate(jobs, m, o);
     const double bound = std::max({cpu / m.cores, mem_s / static_cast<double>(m.budget()), longest});
-    fmt::print("{:<14} {:<9} {:>5} {:>9.1f} {:>9.1f} {:>6.3f}x {:>9.2f} {:>8.1f}GiBs {:>4}\n", name(policy),
+    fmt::print("{:<14} {:<9} {:>5} {:>9.1f} {:>9.1f} {:>6.3f}x {:>9.2f} {:>8.1f}GiBs {:>4} {:>5}\n", name(policy),
                envelope ? "envelope" : "step", jobs.size(), run.wall_s, bound, run.wall_s / bound, static_cast<double>(run.peak) / GiB,
                static_cast<double>(get(run.counters, Counter::released_mib_s)) / 1024.0,
-               get(run.counters, Counter::oom_killed));
+               get(run.counters, Counter::oom_killed), get(run.counters, Counter::timed_starts));
   }
   return 0;
 }

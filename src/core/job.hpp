@@ -100,6 +100,7 @@ enum class Counter {
   fell_back,          // remote or offloaded jobs the engine compiled here after all (recorded local)
   requeued_cpu_ms,    // CPU time of attempts ended by memory (memgate's kill or the kernel's OOM killer): work done again
   released_mib_s,     // reservation given back by running jobs past their peaks (predicted peak less what they held), MiB x s
+  timed_starts,       // jobs started before their peak fitted: their climb timed to meet the running jobs' falls
 };
 
 // Counters present in a record: a missing one was not recorded (an older
@@ -158,6 +159,13 @@ struct Envelope {
   // known). A running job whose memory has done the same is there,
   // whatever its CPU time says (Governor::envelope_x).
   double fall_x = -1;
+  // The climb: rise[i] is the most memory the job used from its start to
+  // x_i, as a fraction of its peak (non-decreasing, 1 at the end), on the
+  // points of `at`. Learned from the job's own runs only (the highest of
+  // them at each point); empty: unknown (the job may reach its peak at
+  // once). Admission times a job's climb against the running jobs' falls
+  // with it (Governor::Shadow::climbs_in_time).
+  std::vector<double> rise;
   bool empty() const { return at.empty(); }
   bool operator==(const Envelope&) const = default;
 };

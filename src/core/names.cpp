@@ -71,7 +71,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 35> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 36> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -107,6 +107,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 35> kCounters{{
     {Counter::fell_back, "fell_back"},
     {Counter::requeued_cpu_ms, "requeued_cpu_ms"},
     {Counter::released_mib_s, "released_mib_s"},
+    {Counter::timed_starts, "timed_starts"},
 }};
 
 }  // namespace

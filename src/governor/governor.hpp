@@ -321,6 +321,16 @@ class Governor {
     // in (it holds its memory and slots, and gives them back as
     // predicted).
     bool admits(const GovJob& j, Bytes need, double now);
+    // Every release f times as far from now: a timeline that counts on
+    // the running jobs' falls with room for them to come late.
+    void stretch(double f);
+    // Whether a job of `need` bytes whose memory climbs as `rise` (the
+    // most it has used by each point of its progress, as fractions of
+    // `need`), started now and through all of its progress within
+    // `climb_s` seconds, stays within what is free at every moment as
+    // the running jobs give their memory back (the job's fall is not
+    // counted: what is free only grows).
+    bool climbs_in_time(const std::vector<double>& rise, Bytes need, double climb_s) const;
 
    private:
     struct Release {
@@ -351,6 +361,18 @@ class Governor {
   };
   std::optional<Shadow> shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
                                    const MemoryView& view, double now) const;
+  // A timed start (Counter::timed_starts): a job that does not fit now,
+  // whose own record says how its memory climbs, starts if the climb stays
+  // within what the running jobs leave free as they fall, with
+  // kTimedSlack on both: the climb as much faster, the falls as much
+  // later. At most kTimedTries jobs are timed a step.
+  static constexpr double kTimedSlack = 1.15;
+  static constexpr int kTimedTries = 8;
+  bool can_time(const GovJob& j, Bytes need, const MemoryView& view) const;
+  Shadow timeline(const GovJob& j, Bytes need, Bytes left, int free_slots, double now) const;
+  // The soonest the job can be through its progress: its CPU time on the
+  // slots it claims, or its wall time if shorter, over kTimedSlack.
+  static double climb_s(const GovJob& j);
   void offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out);
   void decline_jobs(double now, Decisions& out);
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);

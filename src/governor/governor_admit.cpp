@@ -68,6 +68,8 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   std::optional<Shadow> shadow;
   bool shadow_tried = cfg_.admission != AdmissionPolicy::packing || pressure;
   std::unordered_map<std::string, LiveSiblings> siblings;  // by klass, read when first needed
+  std::optional<Shadow> timed_on;  // the running jobs' falls, built when first needed after a start
+  int timed_tries = kTimedTries;
   for (size_t i = 0; i < queue.size(); ++i) {
     GovJob* j = queue[i];
     // Every slot taken (and no token for a job of the build's client):
@@ -98,6 +100,16 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       need = cold;
       fits_mem = true;
     }
+    // A job that does not fit but is timed by its own record starts if its
+    // climb meets the running jobs' falls (a backward kernel climbs for a
+    // third of its life, and ran alone for that long while a forward
+    // kernel's peak came and went).
+    bool timed = false;
+    if (fits_cpu && !fits_mem && !pressure && timed_tries > 0 && can_time(*j, need, view)) {
+      --timed_tries;
+      if (!timed_on) timed_on = timeline(*j, need, left - starve_reserve, free_slots, now);
+      fits_mem = timed = timed_on->climbs_in_time(j->pred.envelope.rise, need, climb_s(*j));
+    }
     // Packing: a job that would delay the reserved one waits as if it did
     // not fit (for what the reserved one waits for).
     bool held = fits_cpu && fits_mem && shadow && !shadow->admits(*j, need, now);
@@ -114,7 +126,9 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
         j->pred.confidence = std::min(j->pred.confidence, 0.25);
         ++siblings[j->key.klass].in_flight;  // it is one more in flight for the next of its klass
       }
+      if (timed) count(Counter::timed_starts);
       start(*j, now, out);
+      timed_on.reset();
       left -= need;
       busy += j->weight(cfg_.slots);
       free_slots = cfg_.slots - std::max(busy, js);
@@ -206,6 +220,51 @@ std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes n
   sh.seal();
   if (!std::isfinite(sh.head_time())) return std::nullopt;
   return sh;
+}
+
+bool Governor::can_time(const GovJob& j, Bytes need, const MemoryView& view) const {
+  // A rerun, or one whose prediction is only a guess, has no climb it can
+  // count on; one bigger than the limit runs alone.
+  return j.pred.envelope.rise.size() >= 2 && j.attempts == 0 && j.peak_floor == 0 && climb_s(j) > 0 &&
+         need <= effective_limit(view);
+}
+
+Governor::Shadow Governor::timeline(const GovJob& j, Bytes need, Bytes left, int free_slots, double now) const {
+  Shadow sh(j, need, left, free_slots, cfg_.slots, now);
+  for (const auto& [id, r] : active_)
+    if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
+  sh.stretch(kTimedSlack);
+  sh.seal();
+  return sh;
+}
+
+double Governor::climb_s(const GovJob& j) {
+  const Prediction& p = j.pred;
+  double t = p.wall_s;
+  if (p.cpu_s > 0) {
+    const double on_slots = p.cpu_s / std::max(1, j.key.cpu_weight);
+    t = t > 0 ? std::min(t, on_slots) : on_slots;
+  }
+  return t > 0 ? t / kTimedSlack : 0;
+}
+
+void Governor::Shadow::stretch(double f) {
+  for (Release& r : releases_) r.t = now_ + std::max(0.0, r.t - now_) * f;
+}
+
+bool Governor::Shadow::climbs_in_time(const std::vector<double>& rise, Bytes need, double climb_s) const {
+  const auto n = rise.size();
+  if (n < 2 || !(climb_s > 0)) return false;
+  Bytes mem = mem_;
+  std::size_t a = 0;
+  // Through the stretch from point i to i + 1 the job holds at most
+  // rise[i + 1]; what is free there is at least what is free at its start.
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const double t = now_ + climb_s * static_cast<double>(i) / static_cast<double>(n - 1);
+    for (; a < releases_.size() && releases_[a].t <= t; ++a) mem += releases_[a].mem;
+    if (scale(need, std::clamp(rise[i + 1], 0.0, 1.0)) > mem) return false;
+  }
+  return true;
 }
 
 Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now)

@@ -43,6 +43,18 @@ Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s) {
     while (k + 1 < profile.size() && clock(profile[k + 1]) <= t) ++k;
     e.at[i] = static_cast<double>(suffix[k]) / static_cast<double>(peak);
   }
+  // The climb: the most memory up to x, counting the first sample at or
+  // after it (memory between two samples is taken as the higher).
+  e.rise.assign(kEnvelopePoints, 1.0);
+  Bytes so_far = 0;
+  std::size_t r = 0;  // the samples before r are counted in so_far
+  for (int i = 0; i < kEnvelopePoints; ++i) {
+    const double t = duration * i / (kEnvelopePoints - 1);
+    while (r < profile.size() && clock(profile[r]) < t) so_far = std::max(so_far, profile[r++].bytes);
+    const Bytes upto = r < profile.size() ? std::max(so_far, profile[r].bytes) : so_far;
+    e.rise[i] = static_cast<double>(upto) / static_cast<double>(peak);
+  }
+  e.rise.back() = 1.0;
   // The fall: the first sample under half the peak after one at 90% of it.
   bool high = false;
   for (const MemSample& p : profile) {
@@ -75,6 +87,12 @@ Envelope combine_envelopes(const std::vector<Envelope>& runs) {
     out.at[i] = vals.size() >= 3 ? vals[1] : vals[0];
   }
   make_future_max(out.at);
+  // The fastest climb, known only if every run knows its own.
+  if (std::all_of(some.begin(), some.end(), [&](const Envelope* r) { return r->rise.size() == n; })) {
+    out.rise.assign(n, 0.0);
+    for (const auto* r : some)
+      for (std::size_t i = 0; i < n; ++i) out.rise[i] = std::max(out.rise[i], r->rise[i]);
+  }
   // The earliest fall, known only if every run knows its own.
   for (const auto* r : some) {
     if (r->fall_x < 0) {

@@ -27,13 +27,15 @@ constexpr int kEnvelopeMaxPoints = 64;
 // too soon). Else on wall time: `duration_s` is the run's wall time; 0
 // takes the last sample's time. Memory between two samples is taken as the higher of
 // them, so E(x) also counts the last sample at or before x: never below
-// the truth. Empty for an empty profile or a zero peak.
+// the truth; likewise its climb (Envelope::rise) counts the first sample
+// at or after x. Empty for an empty profile or a zero peak.
 Envelope envelope_of(const std::vector<MemSample>& profile, double duration_s = 0);
 
 // The upper envelope over several runs, robust to one noisy run: at each
 // point the second-highest value of three or more runs, the highest of
 // one or two; then made non-increasing and 1 at x = 0; its fall the
-// earliest of theirs, unknown if one run's is. Empty runs are skipped;
+// earliest of theirs, unknown if one run's is; its climb the highest of
+// theirs at each point, unknown if one run's is. Empty runs are skipped;
 // all empty gives an empty envelope.
 Envelope combine_envelopes(const std::vector<Envelope>& runs);
 

@@ -96,6 +96,28 @@ TEST(Envelope, ItsFallIsWhereTheMemoryFirstDroppedBelowHalfItsPeak) {
   EXPECT_LT(step_envelope(0.3, 0.25).fall_x, 0) << "two numbers do not say where";
 }
 
+TEST(Envelope, ItsClimbIsTheMostMemoryUsedUpToEachPoint) {
+  // 40 MB a second to 1000 MB at 25 s, then 250 MB.
+  auto e = envelope_of(profile_of([](int t) { return t <= 25 ? 40 * t : 250; }));
+  ASSERT_EQ(e.rise.size(), e.at.size());
+  EXPECT_DOUBLE_EQ(e.rise.front(), 0.0);
+  EXPECT_DOUBLE_EQ(e.rise.back(), 1.0);
+  // x = 3/31 is 9.68 s: the memory between the samples at 9 and 10 s is
+  // taken as the higher, 400 MB.
+  EXPECT_DOUBLE_EQ(e.rise[3], 0.4);
+  EXPECT_DOUBLE_EQ(e.rise[8], 1.0);  // 25.8 s: past the peak
+  for (std::size_t i = 1; i < e.rise.size(); ++i) EXPECT_GE(e.rise[i], e.rise[i - 1]);
+  // Over runs: the fastest climb at each point; unknown if one run's is.
+  auto slow = envelope_of(profile_of([](int t) { return t <= 50 ? 20 * t : 250; }));
+  auto both = combine_envelopes({slow, e});
+  EXPECT_DOUBLE_EQ(both.rise[3], 0.4);
+  EXPECT_DOUBLE_EQ(slow.rise[3], 0.2);
+  Envelope unknown = slow;
+  unknown.rise.clear();
+  EXPECT_TRUE(combine_envelopes({unknown, e}).rise.empty());
+  EXPECT_TRUE(step_envelope(0.3, 0.25).rise.empty()) << "two numbers do not say how it climbs";
+}
+
 TEST(Envelope, OneNoisyRunAmongThreeIsOutvoted) {
   auto quiet = [](int t) { return t <= 25 ? 40 * t : 250; };
   auto noisy = [](int t) { return t <= 80 ? 1000 : 250; };  // stayed high (a neighbour, a bad sample)
@@ -167,6 +189,15 @@ TEST(Envelope, MeasuredNvccJobsAreCoveredAndFall) {
       EXPECT_GE(envelope_at(e, x) + 1e-9, static_cast<double>(still) / static_cast<double>(peak)) << x;
     }
     EXPECT_LT(envelope_at(e, 0.5), 0.67);
+    // Its climb: never below the most the job has used by each point.
+    ASSERT_EQ(e.rise.size(), e.at.size());
+    for (std::size_t i = 0; i < e.rise.size(); ++i) {
+      const double x = static_cast<double>(i) / static_cast<double>(e.rise.size() - 1);
+      Bytes used = 0;
+      for (const auto& s : prof)
+        if (s.t_s <= x * d) used = std::max(used, s.bytes);
+      EXPECT_GE(e.rise[i] + 1e-9, static_cast<double>(used) / static_cast<double>(peak)) << x;
+    }
     ++checked;
   }
   EXPECT_GE(checked, 10);

@@ -268,3 +268,53 @@ TEST(Governor, AGuessFromOthersStillNearItsPeakKeepsTheirTiming) {
   EXPECT_DOUBLE_EQ(Governor::envelope_x(f.g().job(a), 0.4), 0.4);
   EXPECT_GE(f.g().reservation(f.g().job(a), 40), 4 * GiB);
 }
+
+// A running job of 4 GiB, 20 s into 100, whose memory falls to a quarter
+// at 30% of its work; 8 GiB in all. A job of 6 GiB does not fit beside
+// it now.
+namespace {
+Prediction falls_at_30(Bytes peak) { return guess(peak, step_envelope(0.3, 0.25), PredictionSource::history, 1); }
+// 100 s, flat at its peak once it gets there; it climbs linearly to it by
+// progress `top`.
+Prediction climbs_to(Bytes peak, double top) {
+  Prediction p = guess(peak, Envelope{}, PredictionSource::history, 1);
+  p.envelope.at.assign(kEnvelopePoints, 1.0);
+  p.envelope.rise.resize(kEnvelopePoints);
+  for (int i = 0; i < kEnvelopePoints; ++i)
+    p.envelope.rise[i] = std::min(1.0, static_cast<double>(i) / (kEnvelopePoints - 1) / top);
+  return p;
+}
+}  // namespace
+
+TEST(Governor, AJobWhoseClimbMeetsTheRunningJobsFallStartsBeforeItsPeakFits) {
+  Env f(8 * GiB);
+  JobId a = f.submit("a", falls_at_30(4 * GiB));
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 4 * GiB, 4 * GiB, 20, 20);
+  // It reaches its peak at half its life: 4 GiB (two thirds of its peak)
+  // a third of the way, long after the running job's fall (10 s away, or
+  // 11.5 s with the slack) has left 6.9 GiB free.
+  JobId b = f.submit("b", climbs_to(6 * GiB, 0.5));
+  EXPECT_EQ(f.g().step(used(4 * GiB), 20).admit, std::vector<JobId>{b});
+  EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 1);
+}
+
+TEST(Governor, AJobThatWouldReachItsPeakBeforeTheRunningJobsFallWaits) {
+  Env f(8 * GiB);
+  JobId a = f.submit("a", falls_at_30(4 * GiB));
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 4 * GiB, 4 * GiB, 20, 20);
+  // At its peak by 5% of its life (4.3 s at its fastest): before the fall.
+  JobId b = f.submit("b", climbs_to(6 * GiB, 0.05));
+  EXPECT_TRUE(f.g().step(used(4 * GiB), 20).admit.empty());
+  // A climb nothing has measured (a guess from other jobs) is not timed.
+  Prediction unknown = climbs_to(6 * GiB, 0.5);
+  unknown.envelope.rise.clear();
+  f.submit("c", unknown);
+  EXPECT_TRUE(f.g().step(used(4 * GiB), 20.5).admit.empty());
+  EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 0);
+  // Once the running job has fallen, the first one fits outright.
+  f.g().sample(a, 1 * GiB, 4 * GiB, 34, 34);
+  EXPECT_EQ(f.g().step(used(1 * GiB), 34).admit, std::vector<JobId>{b});
+  EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 0);
+}
