@@ -22,6 +22,9 @@ struct BuildFacts : BuildSummary {
   // Reservation running jobs gave back past their peaks (their envelope),
   // in GiB x s: the room later jobs had beside their tails. < 0: not recorded.
   double released_gib_s = -1;
+  // Jobs started before their peak fitted, their climb timed to meet the
+  // running jobs' falls (Counter::timed_starts). < 0: not recorded.
+  std::int64_t timed_starts = -1;
   std::int64_t retries = 0;
   std::int64_t oom_kills = 0;
   std::int64_t ran_alone = 0;

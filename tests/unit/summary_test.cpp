@@ -140,6 +140,11 @@ TEST(Summary, SaysHowMuchReservationWasReleasedPastPeaks) {
   std::string s = format_summary(b);
   EXPECT_TRUE(contains(s, "memgate: released 5.5 GiB·s of reservations past peaks")) << s;
   EXPECT_DOUBLE_EQ(build_facts(b).released_gib_s, 5.5);
+  EXPECT_FALSE(contains(s, "started as others' memory fell")) << "timed starts not recorded: not said";
+  b.counters[Counter::timed_starts] = 6;
+  s = format_summary(b);
+  EXPECT_TRUE(contains(s, "(jobs ran beside others' tails); 6 jobs started as others' memory fell")) << s;
+  EXPECT_EQ(build_facts(b).timed_starts, 6);
 }
 
 TEST(Summary, ListsTheFiveHeaviestJobsHeaviestFirst) {
