@@ -284,13 +284,18 @@ Prediction climbs_to(Bytes peak, double top) {
     p.envelope.rise[i] = std::min(1.0, static_cast<double>(i) / (kEnvelopePoints - 1) / top);
   return p;
 }
+// Starts the running job, and reads it 20 s in at its 4 GiB peak.
+JobId at_its_peak_20s_in(Env& f) {
+  const JobId a = f.submit("a", falls_at_30(4 * GiB));
+  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 4 * GiB, 4 * GiB, 20, 20);
+  return a;
+}
 }  // namespace
 
 TEST(Governor, AJobWhoseClimbMeetsTheRunningJobsFallStartsBeforeItsPeakFits) {
   Env f(8 * GiB);
-  JobId a = f.submit("a", falls_at_30(4 * GiB));
-  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
-  f.g().sample(a, 4 * GiB, 4 * GiB, 20, 20);
+  at_its_peak_20s_in(f);
   // It reaches its peak at half its life: 4 GiB (two thirds of its peak)
   // a third of the way, long after the running job's fall (10 s away, or
   // 11.5 s with the slack) has left 6.9 GiB free.
@@ -301,9 +306,7 @@ TEST(Governor, AJobWhoseClimbMeetsTheRunningJobsFallStartsBeforeItsPeakFits) {
 
 TEST(Governor, AJobThatWouldReachItsPeakBeforeTheRunningJobsFallWaits) {
   Env f(8 * GiB);
-  JobId a = f.submit("a", falls_at_30(4 * GiB));
-  EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
-  f.g().sample(a, 4 * GiB, 4 * GiB, 20, 20);
+  const JobId a = at_its_peak_20s_in(f);
   // At its peak by 5% of its life (4.3 s at its fastest): before the fall.
   JobId b = f.submit("b", climbs_to(6 * GiB, 0.05));
   EXPECT_TRUE(f.g().step(used(4 * GiB), 20).admit.empty());
