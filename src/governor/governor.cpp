@@ -65,16 +65,21 @@ Bytes Governor::effective_limit(const MemoryView& view) const {
   return std::max<Bytes>(0, std::min(cfg_.budget, cfg_.hard_limit - view.outside));
 }
 
-double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
+double Governor::work_done(const GovJob& j, double now, bool* by_cpu) {
   const Prediction& p = j.pred;
   if (by_cpu) *by_cpu = false;
   if (j.run.start_t < 0) return -1;
   if (p.cpu_s > 0 && j.run.cpu_s >= 0) {
     if (by_cpu) *by_cpu = true;
-    return std::clamp(j.run.cpu_s / p.cpu_s, 0.0, 1.0);
+    return std::max(0.0, j.run.cpu_s / p.cpu_s);
   }
-  if (p.wall_s > 0) return std::clamp((now - j.run.start_t) / p.wall_s, 0.0, 1.0);
+  if (p.wall_s > 0) return std::max(0.0, (now - j.run.start_t) / p.wall_s);
   return -1;
+}
+
+double Governor::progress(const GovJob& j, double now, bool* by_cpu) {
+  const double x = work_done(j, now, by_cpu);
+  return x < 0 ? x : std::min(x, 1.0);
 }
 
 // A guess from other jobs has their shape, not their timing: its CPU time

@@ -278,6 +278,9 @@ class Governor {
   // contention or frozen makes no progress), else its wall time over its
   // predicted wall time; -1 when neither is known. `by_cpu` tells which.
   static double progress(const GovJob& j, double now, bool* by_cpu = nullptr);
+  // The same, not capped at 1: past 1, how far the attempt has overrun
+  // its prediction.
+  static double work_done(const GovJob& j, double now, bool* by_cpu = nullptr);
   // Progress `x` read on the envelope: x itself, but for a prediction
   // from other jobs (similar stems, the klass, a default) whose memory
   // has halved from its peak, at

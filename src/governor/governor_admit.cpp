@@ -300,18 +300,22 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   if (p.wall_s <= 0) return;
   // From its progress on, at its predicted speed: a job slowed by
   // contention (its CPU progress behind its wall time) ends later.
-  const double x0 = std::max(0.0, progress(r, now));
-  // Past its predicted time, when it ends is not known: it gives nothing
-  // back the head could count on (the head then cannot be timed unless it
-  // fits without it, and is not held for). Taken to end a tenth of its
-  // time from now at every step, a real nvcc kernel that ran 256 CPU-s for
-  // a predicted 137 on a slower machine than its prior's held every later
-  // job for the head for two minutes (bench/real-kernels).
-  if (x0 >= 1.0) return;
-  if (r.state == JobState::running && envelope_gives_back(p) >= kReleaseWorthTracking)
+  const double done = std::max(0.0, work_done(r, now));
+  const double x0 = std::min(done, 1.0);
+  if (r.state == JobState::running && x0 < 1.0 && envelope_gives_back(p) >= kReleaseWorthTracking)
     envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, envelope_x(r, x0), now,
                       releases_);
-  releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + (1 - x0) * p.wall_s}), held,
+  // Past its predicted time, when it ends is not known: it is taken to
+  // run on by as much again as it has overrun (a tenth of its time at
+  // least), so the head's moment recedes as the evidence grows. Taken to
+  // end a tenth of its time from now at every step, a real nvcc kernel
+  // that ran 214 CPU-s for a predicted 137 on a slower machine than its
+  // prior's kept the head's moment always close, and a forward kernel that
+  // fit beside its tail waited two minutes for the head (bench/real-kernels);
+  // taken to give nothing back, the head could not be told at all and
+  // longest-first's guard held the same memory.
+  const double left = done >= 1.0 ? std::max(0.1, done - 1.0) : 1.0 - x0;
+  releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + left * p.wall_s}), held,
                        r.weight(slots_)});
 }
 

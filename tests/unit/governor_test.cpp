@@ -298,15 +298,22 @@ TEST(GovernorPacking, AJobThatDelaysTheLongOneStartsWhenWaitingWouldEndLater) {
   EXPECT_EQ(f.g().step(used(0), 1).admit, std::vector<JobId>{f.a});
 }
 
-// At 150 s R, predicted to end at 100 s, still runs: when it will end,
-// and L fit, is not known, so nothing is held for L and A starts, longest
-// first. The shadow took such a job to end a tenth of its time from now,
-// at every step: a real nvcc kernel on a machine slower than its prior's
-// ran 256 CPU-s for a predicted 137, and L's moment receded for two
-// minutes while a job that fit beside R's tail waited (bench/real-kernels).
-TEST(GovernorPacking, ARunningJobPastItsPredictedTimeHoldsNothingForTheLongOne) {
+// R, predicted to end at 100 s, still runs: when it will end, and L fit,
+// is not known. It is taken to run on by as much again as it has overrun:
+// at 150 s, to 200 s, so H, which ends first, starts and A (which would
+// keep L out to 300 s) waits; at 300 s, to 500 s, so A, which ends by
+// then, starts. Taken to end a tenth of its time from now at every step,
+// L's moment was always close and A waited for it for ever: a real nvcc
+// kernel on a machine slower than its prior's ran 214 CPU-s for a
+// predicted 137 while a job that fit beside its tail waited
+// (bench/real-kernels).
+TEST(GovernorPacking, ARunningJobPastItsPredictedTimeIsTakenToRunAsLongAgainAsItHasOverrun) {
   Packing f(AdmissionPolicy::packing, 0.3);
-  EXPECT_EQ(f.g().step(used(0), 150).admit, std::vector<JobId>{f.a});
+  EXPECT_EQ(f.g().step(used(0), 150).admit, std::vector<JobId>{f.h});
+  EXPECT_TRUE(f.g().job(f.a).queue.blocked_by_memory);
+  f.g().exited(f.h, ExitKind::finished, 0, 170);
+  EXPECT_TRUE(f.g().step(used(0), 170).admit.empty()) << "R taken to end at 240 s: A would keep L out";
+  EXPECT_EQ(f.g().step(used(0), 300).admit, std::vector<JobId>{f.a});
 }
 
 TEST(GovernorPacking, WithoutDurationsItIsLongestFirst) {
