@@ -108,6 +108,14 @@ ALTER TABLE builds ADD COLUMN kind  TEXT    NOT NULL DEFAULT '';
 ALTER TABLE builds ADD COLUMN cores INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v6: an imported profile's climb (Envelope::rise, as the envelope
+// column; '' for none) and fall (Envelope::fall_x; -1 for none), which
+// let a prior's job start timed against the running jobs' falls.
+constexpr std::string_view kV6 = R"sql(
+ALTER TABLE imported ADD COLUMN rise   TEXT NOT NULL DEFAULT '';
+ALTER TABLE imported ADD COLUMN fall_x REAL NOT NULL DEFAULT -1;
+)sql";
+
 // Negative versions are refused here: memgate never writes one, and the
 // migrations below index their list by it.
 Result<int> user_version(sql::Db& db) {
@@ -121,7 +129,7 @@ Result<int> user_version(sql::Db& db) {
 }  // namespace
 
 const std::vector<std::string_view>& history_migrations() {
-  static const std::vector<std::string_view> list = {kV1, kV2, kV3, kV4, kV5};
+  static const std::vector<std::string_view> list = {kV1, kV2, kV3, kV4, kV5, kV6};
   return list;
 }
 

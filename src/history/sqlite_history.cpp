@@ -246,24 +246,25 @@ namespace {
 
 constexpr std::string_view kSelectImported =
     "SELECT identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, after_peak_bytes, "
-    "runs, envelope FROM imported ORDER BY identity";
+    "runs, envelope, rise, fall_x FROM imported ORDER BY identity";
 constexpr std::string_view kUpsertImported =
     "INSERT INTO imported (identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, "
-    "after_peak_bytes, runs, imported_unix, envelope) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "after_peak_bytes, runs, imported_unix, envelope, rise, fall_x) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (identity) DO UPDATE SET tool = excluded.tool, klass = excluded.klass, stem = excluded.stem, "
     "cpu_weight = excluded.cpu_weight, peak_bytes = excluded.peak_bytes, wall_s = excluded.wall_s, "
     "cpu_s = excluded.cpu_s, peak_over_frac = excluded.peak_over_frac, after_peak_bytes = excluded.after_peak_bytes, "
-    "runs = excluded.runs, imported_unix = excluded.imported_unix, envelope = excluded.envelope";
+    "runs = excluded.runs, imported_unix = excluded.imported_unix, envelope = excluded.envelope, rise = excluded.rise, "
+    "fall_x = excluded.fall_x";
 
-// The envelope column: fractions, comma-separated (what the file
-// reader checked, or '' for none).
-std::string envelope_text(const Envelope& e) {
+// The envelope and rise columns: fractions, comma-separated, rounded up
+// (what the file reader checked, or '' for none).
+std::string fractions_text(const std::vector<double>& v) {
   std::string out;
-  for (double v : e.at) out += (out.empty() ? "" : ",") + fmt::format("{:.4f}", std::min(1.0, std::ceil(v * 1e4 - 1e-6) / 1e4));
+  for (double x : v) out += (out.empty() ? "" : ",") + fmt::format("{:.4f}", std::min(1.0, std::ceil(x * 1e4 - 1e-6) / 1e4));
   return out;
 }
 
-Envelope envelope_from_text(const std::string& text) {
+std::vector<double> fractions_from_text(const std::string& text) {
   std::vector<double> at;
   for (std::string_view part : split(text, ',')) {
     std::string s(part);
@@ -272,7 +273,7 @@ Envelope envelope_from_text(const std::string& text) {
     if (s.empty() || end != s.c_str() + s.size()) return {};
     at.push_back(v);
   }
-  return sanitized_envelope(at);
+  return at;
 }
 
 }  // namespace
@@ -298,7 +299,7 @@ std::vector<JobProfile> SqliteHistory::imported_profiles() {
     p.peak_over_frac = st->real(8);
     p.after_peak = st->int64(9);
     p.runs = static_cast<int>(st->int64(10));
-    p.envelope = envelope_from_text(st->text(11));
+    p.envelope = sanitized_envelope(fractions_from_text(st->text(11)), fractions_from_text(st->text(12)), st->real(13));
     if (p.envelope.empty() && p.peak > 0)
       p.envelope = step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
     p.origin = PredictionSource::imported;
@@ -324,7 +325,8 @@ Result<int> SqliteHistory::import_profiles(const std::vector<JobProfile>& profil
   for (const JobProfile& p : profiles) {
     st->bind(1, p.key.identity).bind(2, p.key.tool).bind(3, p.key.klass).bind(4, p.key.stem);
     st->bind(5, p.key.cpu_weight).bind(6, p.peak).bind(7, p.wall_s).bind(8, p.cpu_s).bind(9, p.peak_over_frac);
-    st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now).bind(13, envelope_text(p.envelope));
+    st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now).bind(13, fractions_text(p.envelope.at));
+    st->bind(14, fractions_text(p.envelope.rise)).bind(15, p.envelope.fall_x);
     if (auto s = st->run(); !s) return fail(s.error());
     st->reset();
   }

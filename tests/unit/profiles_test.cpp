@@ -74,12 +74,13 @@ TEST(Profiles, RoundTripWithoutPathsOrUsers) {
   EXPECT_EQ((*back)[0].origin, PredictionSource::imported);
 }
 
+static std::string error_of(const std::string& text) {
+  auto r = decode_profiles(text, PredictionSource::imported);
+  return r.ok() ? std::string("accepted") : r.error();
+}
+
 TEST(Profiles, BadFilesAreRefusedWholeWithTheReason) {
   std::string good = encode_profiles(summarize_profiles({job("a", 5 * GiB)}));
-  auto error_of = [](const std::string& text) {
-    auto r = decode_profiles(text, PredictionSource::imported);
-    return r.ok() ? std::string("accepted") : r.error();
-  };
   EXPECT_EQ(error_of(good.substr(0, good.size() / 2)).rfind("not valid JSON (", 0), 0u);
   EXPECT_NE(error_of(R"({"builds": []})").find("not a memgate profile file"), std::string::npos);
   EXPECT_NE(error_of(R"({"format": "memgate-profiles", "profiles": []})").find("no format version"), std::string::npos);
@@ -143,6 +144,64 @@ TEST(Profiles, Version2CarriesTheEnvelopeOfTheRecordedCurves) {
   EXPECT_NEAR(envelope_at(pred.predict(profiles[0].key).envelope, 0.5), 0.1, 1e-3);
 }
 
+// The climb (Envelope::rise) and the fall (Envelope::fall_x) travel with
+// the envelope, so a job predicted from another machine's record can be
+// timed and read from its fall as one from its own: the climb rounded up
+// (faster), the fall down (less progress). A file without them reads as
+// before; a malformed one is refused.
+TEST(Profiles, TheClimbAndTheFallTravelWithTheEnvelope) {
+  JobRecord r = job("a", 5 * GiB);
+  for (int t = 0; t <= 100; t += 2)
+    r.profile.push_back({static_cast<double>(t), t <= 25 ? 5 * GiB * t / 25 : t <= 30 ? 5 * GiB : GiB / 2});
+  auto profiles = summarize_profiles({r});
+  ASSERT_EQ(profiles.size(), 1u);
+  const Envelope& e = profiles[0].envelope;
+  ASSERT_EQ(e.rise.size(), static_cast<std::size_t>(kEnvelopePoints));
+  ASSERT_GT(e.fall_x, 0.3);
+  auto text = encode_profiles(profiles);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["profiles"][0]["rise"].size(), static_cast<std::size_t>(kEnvelopePoints));
+  auto check = [&](const Envelope& got) {
+    ASSERT_EQ(got.rise.size(), e.rise.size());
+    for (std::size_t i = 0; i < e.rise.size(); ++i) {
+      EXPECT_GE(got.rise[i] + 1e-9, e.rise[i]) << i;
+      EXPECT_NEAR(got.rise[i], e.rise[i], 1e-3) << i;
+    }
+    EXPECT_LE(got.fall_x, e.fall_x + 1e-9);
+    EXPECT_NEAR(got.fall_x, e.fall_x, 1e-3);
+  };
+  auto back = decode_profiles(text, PredictionSource::imported);
+  ASSERT_TRUE(back.ok()) << back.error();
+  check((*back)[0].envelope);
+  // Imported into a history, it keeps them; a predictor seeded with it
+  // predicts them.
+  TempDir d;
+  auto h = History::open(d.path + "/h.db");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_TRUE((*h)->import_profiles(*back).ok());
+  auto kept = (*h)->imported_profiles();
+  ASSERT_EQ(kept.size(), 1u);
+  check(kept[0].envelope);
+  Predictor pred;
+  pred.add_profile(kept[0]);
+  check(pred.predict(profiles[0].key).envelope);
+  // Without them: unknown, as before they were written.
+  j["profiles"][0].erase("rise");
+  j["profiles"][0].erase("fall_x");
+  auto old = decode_profiles(j.dump(), PredictionSource::imported);
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_TRUE((*old)[0].envelope.rise.empty());
+  EXPECT_LT((*old)[0].envelope.fall_x, 0);
+  EXPECT_FALSE((*old)[0].envelope.empty());
+  // Malformed: refused, with the key named.
+  j["profiles"][0]["rise"] = {0.5, 1.0};
+  EXPECT_NE(error_of(j.dump()).find("'rise' is not a list of 32 numbers"), std::string::npos);
+  j["profiles"][0].erase("rise");
+  j["profiles"][0]["fall_x"] = 2;
+  EXPECT_NE(error_of(j.dump()).find("'fall_x' is out of range"), std::string::npos);
+}
+
 TEST(Profiles, AVersion1FileStillImportsItsTwoNumbersAsAStep) {
   const std::string v1 = R"({"format": "memgate-profiles", "version": 1, "profiles": [
     {"identity": "nvcc:compile:src/k.cu->k.o[sm_80]", "tool": "nvcc", "klass": "nvcc:compile[sm_80]",
@@ -171,6 +230,9 @@ TEST(Profiles, AVersion1FileStillImportsItsTwoNumbersAsAStep) {
     ASSERT_EQ(p.envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints)) << p.key.stem;
     if (p.peak_over_frac >= 1.0) continue;  // no profile was recorded: high to the end
     EXPECT_LT(envelope_at(p.envelope, 0.4), 0.7) << p.key.stem;
+    // Its climb and fall, so that a first build can time it.
+    EXPECT_EQ(p.envelope.rise.size(), static_cast<std::size_t>(kEnvelopePoints)) << p.key.stem;
+    EXPECT_GT(p.envelope.fall_x, 0) << p.key.stem;
     ++measured;
   }
   EXPECT_GE(measured, 15);
