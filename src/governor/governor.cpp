@@ -383,7 +383,6 @@ void Governor::sample(JobId id, Bytes current, Bytes peak, double now, double cp
   GovJob& j = it->second;
   if (j.state == JobState::waiting || j.state == JobState::done) return;
   if (cpu_s >= 0) j.run.cpu_s = std::max(j.run.cpu_s, cpu_s);
-  if (from_elsewhere(j.pred) && j.pred.cpu_s > 0 && j.run.cpu_s >= j.pred.cpu_s) foreign_clock_.seen = true;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
   bool was_over = j.run.attempt_peak > scale(pred, 1.1);
   j.run.current = current;
@@ -457,10 +456,6 @@ bool Governor::exited(JobId id, ExitKind how, int exit_status, double now, doubl
   count(Counter::jobs);
   if (how != ExitKind::finished || exit_status != 0) count(Counter::failed);
   else ++finished_by_klass_[j.key.klass];
-  if (how == ExitKind::finished && exit_status == 0 && from_elsewhere(j.pred) && j.pred.cpu_s > 0 && cpu_s > 0) {
-    foreign_clock_.seen = true;
-    if (cpu_s * kTimedSlack < j.pred.cpu_s) foreign_clock_.fast = true;
-  }
   retire(id);
   return false;
 }

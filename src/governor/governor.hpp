@@ -397,8 +397,6 @@ class Governor {
   Bytes overhead(const MemoryView& view) const;
   // A default, or an estimate from few jobs or from profiles alone.
   static bool weak_guess(const Prediction& p);
-  // Predicted from a record measured elsewhere (imported, a prior).
-  static bool from_elsewhere(const Prediction& p);
   // What a klass's running jobs show, read once per admission step for
   // all its waiting jobs: the largest peak of a job past it, per unit of
   // CPU weight with its margin, speculative admissions in flight, and jobs
@@ -483,16 +481,6 @@ class Governor {
   void repredict();
   JobId next_id_ = 1;
   std::map<std::string, int> finished_by_klass_;  // jobs of this build done with status 0
-  // Whether this machine has shown it is no faster than the machine a
-  // profile from elsewhere (imported, a prior) was measured on: a job
-  // predicted from one ran at least its predicted CPU time (seen), and
-  // none finished in less than its predicted time over kTimedSlack (fast).
-  // Such a job's climb is timed only on that evidence (can_time): its
-  // record's clock is another machine's.
-  struct ForeignClock {
-    bool seen = false;
-    bool fast = false;
-  } foreign_clock_;
   Counters counters_;
   std::vector<GovEvent> events_;
   double last_t_ = -1;

@@ -224,10 +224,7 @@ std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes n
 
 bool Governor::can_time(const GovJob& j, Bytes need, const MemoryView& view) const {
   // A rerun, or one whose prediction is only a guess, has no climb it can
-  // count on; one bigger than the limit runs alone. One from another
-  // machine's record, only once this machine has shown it is no faster
-  // (its climb would come sooner than the record's).
-  if (from_elsewhere(j.pred) && (!foreign_clock_.seen || foreign_clock_.fast)) return false;
+  // count on; one bigger than the limit runs alone.
   return j.pred.envelope.rise.size() >= 2 && j.attempts == 0 && j.peak_floor == 0 && climb_s(j) > 0 &&
          need <= effective_limit(view);
 }
@@ -438,10 +435,6 @@ void Governor::decline_jobs(double now, Decisions& out) {
     gone.push_back(id);
   }
   for (JobId id : gone) retire(id);
-}
-
-bool Governor::from_elsewhere(const Prediction& p) {
-  return p.source == PredictionSource::imported || p.source == PredictionSource::prior;
 }
 
 // A guess, not a measurement: a default, or an estimate from few jobs of

@@ -68,36 +68,26 @@ Result<double> number_of(const json& p, const char* key, double lo, double hi) {
   return v;
 }
 
-Result<std::vector<double>> fractions_of(const json& list, const char* key, std::size_t lo, std::size_t hi) {
-  if (!list.is_array() || list.size() < lo || list.size() > hi)
-    return Error{lo == hi ? fmt::format("'{}' is not a list of {} numbers", key, lo)
-                          : fmt::format("'{}' is not a list of {} to {} numbers", key, lo, hi)};
-  std::vector<double> at;
-  for (const auto& v : list) {
-    if (!v.is_number()) return Error{fmt::format("'{}' holds something that is not a number", key)};
-    double x = v.get<double>();
-    if (!std::isfinite(x) || x < 0 || x > 1) return Error{fmt::format("'{}' value {} is not in [0, 1]", key, x)};
-    at.push_back(x);
-  }
-  return at;
-}
-
 // Version 2's envelope: 2 to 64 numbers in [0, 1]; a missing one is the
 // step of the two numbers (as in version 1). With it, optionally, the
-// job's climb ("rise", as many numbers) and fall ("fall_x"), which files
-// written before they were added do not have (a reader that does not know
-// them skips them: the version stays 2).
+// job's fall ("fall_x"), which files written before it was added do not
+// have (a reader that does not know it skips it: the version stays 2).
+// The climb (Envelope::rise) is not written: it times a start on the
+// recording machine's clock, which this machine's speed and contention
+// bend.
 Result<Envelope> envelope_of_json(const json& p, const JobProfile& out, int version) {
   auto it = p.find("envelope");
   if (version < 2 || it == p.end())
     return step_envelope(out.peak_over_frac, static_cast<double>(out.after_peak) / static_cast<double>(out.peak));
-  auto at = fractions_of(*it, "envelope", kEnvelopeMinPoints, kEnvelopeMaxPoints);
-  if (!at) return Error{at.error()};
-  std::vector<double> rise;
-  if (auto r = p.find("rise"); r != p.end()) {
-    auto v = fractions_of(*r, "rise", at->size(), at->size());
-    if (!v) return Error{v.error()};
-    rise = std::move(*v);
+  if (!it->is_array() || it->size() < static_cast<std::size_t>(kEnvelopeMinPoints) ||
+      it->size() > static_cast<std::size_t>(kEnvelopeMaxPoints))
+    return Error{fmt::format("'envelope' is not a list of {} to {} numbers", kEnvelopeMinPoints, kEnvelopeMaxPoints)};
+  std::vector<double> at;
+  for (const auto& v : *it) {
+    if (!v.is_number()) return Error{"'envelope' holds something that is not a number"};
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0 || x > 1) return Error{fmt::format("'envelope' value {} is not in [0, 1]", x)};
+    at.push_back(x);
   }
   double fall_x = -1;
   if (p.contains("fall_x")) {
@@ -105,7 +95,7 @@ Result<Envelope> envelope_of_json(const json& p, const JobProfile& out, int vers
     if (!v) return Error{v.error()};
     fall_x = *v;
   }
-  return sanitized_envelope(*at, rise, fall_x);
+  return sanitized_envelope(at, fall_x);
 }
 
 Result<JobProfile> decode_one(const json& p, PredictionSource origin, int version) {
@@ -222,13 +212,9 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
                      ? step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak))
                      : p.envelope;
     if (e.empty()) e.at.assign(kEnvelopePoints, 1.0);
-    // Three decimals, rounded up: never below what was learned (a climb
-    // rounded up is a faster one).
-    auto fractions = [](const std::vector<double>& v) {
-      json out = json::array();
-      for (double x : v) out.push_back(std::min(1.0, std::ceil(x * 1000 - 1e-6) / 1000));
-      return out;
-    };
+    json envelope = json::array();
+    // Three decimals, rounded up: never below what was learned.
+    for (double v : e.at) envelope.push_back(std::min(1.0, std::ceil(v * 1000 - 1e-6) / 1000));
     json item = {{"identity", p.key.identity},
                     {"tool", p.key.tool},
                     {"klass", p.key.klass},
@@ -239,9 +225,8 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
                     {"cpu_s", p.cpu_s},
                     {"peak_over_frac", p.peak_over_frac},
                     {"after_peak_bytes", p.after_peak},
-                    {"envelope", fractions(e.at)},
+                    {"envelope", envelope},
                     {"runs", p.runs}};
-    if (e.rise.size() == e.at.size()) item["rise"] = fractions(e.rise);
     // Rounded down: an earlier fall is read as less progress.
     if (e.fall_x >= 0) item["fall_x"] = std::floor(e.fall_x * 1000 + 1e-6) / 1000;
     list.push_back(std::move(item));

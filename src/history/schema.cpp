@@ -108,11 +108,9 @@ ALTER TABLE builds ADD COLUMN kind  TEXT    NOT NULL DEFAULT '';
 ALTER TABLE builds ADD COLUMN cores INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// v6: an imported profile's climb (Envelope::rise, as the envelope
-// column; '' for none) and fall (Envelope::fall_x; -1 for none), which
-// let a prior's job start timed against the running jobs' falls.
+// v6: an imported profile's fall (Envelope::fall_x; -1 for none), from
+// which a job predicted from it is read once its memory has fallen too.
 constexpr std::string_view kV6 = R"sql(
-ALTER TABLE imported ADD COLUMN rise   TEXT NOT NULL DEFAULT '';
 ALTER TABLE imported ADD COLUMN fall_x REAL NOT NULL DEFAULT -1;
 )sql";
 

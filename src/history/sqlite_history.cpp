@@ -246,18 +246,18 @@ namespace {
 
 constexpr std::string_view kSelectImported =
     "SELECT identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, after_peak_bytes, "
-    "runs, envelope, rise, fall_x FROM imported ORDER BY identity";
+    "runs, envelope, fall_x FROM imported ORDER BY identity";
 constexpr std::string_view kUpsertImported =
     "INSERT INTO imported (identity, tool, klass, stem, cpu_weight, peak_bytes, wall_s, cpu_s, peak_over_frac, "
-    "after_peak_bytes, runs, imported_unix, envelope, rise, fall_x) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "after_peak_bytes, runs, imported_unix, envelope, fall_x) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
     "ON CONFLICT (identity) DO UPDATE SET tool = excluded.tool, klass = excluded.klass, stem = excluded.stem, "
     "cpu_weight = excluded.cpu_weight, peak_bytes = excluded.peak_bytes, wall_s = excluded.wall_s, "
     "cpu_s = excluded.cpu_s, peak_over_frac = excluded.peak_over_frac, after_peak_bytes = excluded.after_peak_bytes, "
-    "runs = excluded.runs, imported_unix = excluded.imported_unix, envelope = excluded.envelope, rise = excluded.rise, "
+    "runs = excluded.runs, imported_unix = excluded.imported_unix, envelope = excluded.envelope, "
     "fall_x = excluded.fall_x";
 
-// The envelope and rise columns: fractions, comma-separated, rounded up
-// (what the file reader checked, or '' for none).
+// The envelope column: fractions, comma-separated, rounded up (what the
+// file reader checked, or '' for none).
 std::string fractions_text(const std::vector<double>& v) {
   std::string out;
   for (double x : v) out += (out.empty() ? "" : ",") + fmt::format("{:.4f}", std::min(1.0, std::ceil(x * 1e4 - 1e-6) / 1e4));
@@ -299,7 +299,7 @@ std::vector<JobProfile> SqliteHistory::imported_profiles() {
     p.peak_over_frac = st->real(8);
     p.after_peak = st->int64(9);
     p.runs = static_cast<int>(st->int64(10));
-    p.envelope = sanitized_envelope(fractions_from_text(st->text(11)), fractions_from_text(st->text(12)), st->real(13));
+    p.envelope = sanitized_envelope(fractions_from_text(st->text(11)), st->real(12));
     if (p.envelope.empty() && p.peak > 0)
       p.envelope = step_envelope(p.peak_over_frac, static_cast<double>(p.after_peak) / static_cast<double>(p.peak));
     p.origin = PredictionSource::imported;
@@ -326,7 +326,7 @@ Result<int> SqliteHistory::import_profiles(const std::vector<JobProfile>& profil
     st->bind(1, p.key.identity).bind(2, p.key.tool).bind(3, p.key.klass).bind(4, p.key.stem);
     st->bind(5, p.key.cpu_weight).bind(6, p.peak).bind(7, p.wall_s).bind(8, p.cpu_s).bind(9, p.peak_over_frac);
     st->bind(10, p.after_peak).bind(11, p.runs).bind(12, now).bind(13, fractions_text(p.envelope.at));
-    st->bind(14, fractions_text(p.envelope.rise)).bind(15, p.envelope.fall_x);
+    st->bind(14, p.envelope.fall_x);
     if (auto s = st->run(); !s) return fail(s.error());
     st->reset();
   }

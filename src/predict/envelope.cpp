@@ -196,7 +196,7 @@ Bytes envelope_gives_back(const Prediction& p) {
   return std::max<Bytes>(0, p.peak - static_cast<Bytes>(std::llround(static_cast<double>(p.peak) * end)));
 }
 
-Envelope sanitized_envelope(const std::vector<double>& at, const std::vector<double>& rise, double fall_x) {
+Envelope sanitized_envelope(const std::vector<double>& at, double fall_x) {
   Envelope e;
   if (at.size() < static_cast<std::size_t>(kEnvelopeMinPoints) || at.size() > static_cast<std::size_t>(kEnvelopeMaxPoints))
     return e;
@@ -205,12 +205,6 @@ Envelope sanitized_envelope(const std::vector<double>& at, const std::vector<dou
   e.at = at;
   for (double& v : e.at) v = std::clamp(v, 0.0, 1.0);
   make_future_max(e.at);
-  if (rise.size() == at.size() && std::all_of(rise.begin(), rise.end(), [](double v) { return std::isfinite(v); })) {
-    e.rise = rise;
-    double upto = 0;
-    for (double& v : e.rise) v = upto = std::max(upto, std::clamp(v, 0.0, 1.0));
-    e.rise.back() = 1.0;
-  }
   if (std::isfinite(fall_x) && fall_x >= 0 && fall_x <= 1) e.fall_x = fall_x;
   return e;
 }

@@ -83,10 +83,8 @@ Bytes envelope_gives_back(const Prediction& p);
 
 // A stored envelope made safe to use: values clamped to [0, 1], made
 // non-increasing, 1 at x = 0. Empty when it has too few or too many
-// points or a value that is not a number. Its climb (Envelope::rise),
-// where one is given on the same points, clamped and made
-// non-decreasing, 1 at the end (none if a value is not a number); its
-// fall where it is in [0, 1] (unknown otherwise).
-Envelope sanitized_envelope(const std::vector<double>& at, const std::vector<double>& rise = {}, double fall_x = -1);
+// points or a value that is not a number. Its fall (Envelope::fall_x)
+// where it is in [0, 1], unknown otherwise.
+Envelope sanitized_envelope(const std::vector<double>& at, double fall_x = -1);
 
 }  // namespace memgate

@@ -322,34 +322,3 @@ TEST(Governor, AJobThatWouldReachItsPeakBeforeTheRunningJobsFallWaits) {
   EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 0);
 }
 
-// A climb from another machine's record (a prior, an import) is timed on
-// that machine's clock: on a faster machine the job would reach its peak
-// sooner than the record says. It is timed only once a job predicted from
-// such a record has run at least its predicted CPU time here, and never
-// after one finished in less than its predicted time over the slack.
-TEST(Governor, AClimbFromAnotherMachinesRecordIsTimedOnceThisMachineShowsItIsNoFaster) {
-  for (bool fast : {false, true}) {
-    Env f(8 * GiB);
-    Prediction small = guess(256 * MiB, Envelope{}, PredictionSource::prior, 0.7);
-    small.cpu_s = small.wall_s = 10;
-    at_its_peak_20s_in(f);
-    Prediction b = climbs_to(6 * GiB, 0.5);
-    b.source = PredictionSource::prior;
-    f.submit("b", b);
-    const JobId s = f.submit("small", small);
-    EXPECT_EQ(f.g().step(used(4 * GiB), 20).admit, std::vector<JobId>{s}) << "nothing says this machine is no faster";
-    if (fast) {
-      f.g().exited(s, ExitKind::finished, 0, 21, 8);  // 8 CPU-s for 10: within the slack
-      EXPECT_TRUE(f.g().step(used(4 * GiB), 21).admit.empty()) << "a finished job that was not slower says nothing";
-      const JobId s2 = f.submit("small2", small);
-      EXPECT_EQ(f.g().step(used(4 * GiB), 21).admit, std::vector<JobId>{s2});
-      f.g().exited(s2, ExitKind::finished, 0, 22, 5);  // 5 CPU-s for 10: this machine may be faster
-      EXPECT_TRUE(f.g().step(used(4 * GiB), 22).admit.empty());
-      EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 0);
-    } else {
-      f.g().sample(s, 100 * MiB, 100 * MiB, 21, 10.5);  // past its 10 CPU-s, still running
-      EXPECT_EQ(f.g().step(used(4 * GiB), 21).admit.size(), 1u);
-      EXPECT_EQ(f.g().counters().at(Counter::timed_starts), 1);
-    }
-  }
-}
