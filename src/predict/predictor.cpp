@@ -264,6 +264,31 @@ std::optional<Prediction> Predictor::from_groups(const JobKey& key, bool* only_p
   return std::nullopt;
 }
 
+// The shape of a job's kind: the deepest group of similar stems (as rung
+// 4) with another job than this one in it, over its members that have a
+// curve that falls (the similar quantile, point by point); not their
+// climb or fall. None where no member has one.
+std::optional<Envelope> Predictor::kind_shape(const JobKey& key) const {
+  const auto tokens = stem_tokens(key.stem);
+  const int need = std::max(1, std::min(config_.min_similar_depth, static_cast<int>(tokens.size())));
+  for (const auto* tries : {&by_klass_, &by_family_}) {
+    auto it = tries->find(tries == &by_klass_ ? key.klass : klass_family(key.klass));
+    if (it == tries->end()) continue;
+    auto [node, depth] = it->second->deepest(tokens, false, 2);
+    if (depth < need) continue;
+    std::vector<const Envelope*> curves;  // members without one say nothing of the shape
+    for (const auto& [id, entry] : node->entries)
+      if (entry.envelope && std::any_of(entry.envelope->at.begin(), entry.envelope->at.end(), [](double v) { return v < 1.0; }))
+        curves.push_back(entry.envelope.get());
+    if (curves.empty()) continue;
+    Envelope e = quantile_envelope(curves, config_.similar_quantile);
+    e.rise.clear();
+    e.fall_x = -1;
+    return e;
+  }
+  return std::nullopt;
+}
+
 // Rung 3: a profile of this identity, else of the same source and arch,
 // else of the same stem in the same klass.
 const JobProfile* Predictor::profile_of(const JobKey& key) const {
@@ -324,9 +349,17 @@ Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out
       }
     }
   }
-  // 3. A profile from elsewhere: imported or prior.
+  // 3. A profile from elsewhere: imported or prior. One recorded without
+  // a curve (it stays at its peak to the end) takes its kind's shape
+  // where the similar stems have one, without their climb or fall: the
+  // shipped flash-attn prior has no curve for two backward kernels, and
+  // the first of them held its whole 6.2 GiB prediction alone for all of
+  // its 253 s, 2 GiB for the last two thirds of it (bench/real-kernels).
   if (auto p = from_profile(key, floor)) {
     *elsewhere = true;
+    if (!envelope_declines(*p)) {
+      if (auto shape = kind_shape(key)) p->envelope = std::move(*shape);
+    }
     return *p;
   }
   // 4, 5: similar stems, class statistics; 6: the default.

@@ -170,6 +170,7 @@ class Predictor {
                                                         Bytes peak);
   std::optional<Prediction> own_estimate(const std::vector<Run>& runs, int cpu_weight, Bytes* floor) const;
   std::optional<Prediction> from_groups(const JobKey& key, bool* only_profiles) const;
+  std::optional<Envelope> kind_shape(const JobKey& key) const;
   std::optional<Prediction> from_profile(const JobKey& key, Bytes floor) const;
   const JobProfile* profile_of(const JobKey& key) const;
   int intern(const std::string& identity);

@@ -70,14 +70,15 @@ bool StemTrie::has_runs() const {
   return std::any_of(entries.begin(), entries.end(), [](const auto& kv) { return !kv.second.profile; });
 }
 
-std::pair<const StemTrie*, int> StemTrie::deepest(const std::vector<std::string>& tokens, bool runs) const {
+std::pair<const StemTrie*, int> StemTrie::deepest(const std::vector<std::string>& tokens, bool runs,
+                                                   std::size_t min_entries) const {
   const StemTrie* n = this;
   const StemTrie* best = this;
   int depth = 0, best_depth = 0;
   bool in_prefix = false;
   for (const auto& t : tokens) {
     auto it = n->children.find(t);
-    if (it == n->children.end() || it->second->entries.empty()) break;
+    if (it == n->children.end() || it->second->entries.size() < std::max<std::size_t>(1, min_entries)) break;
     n = it->second.get();
     const bool shared = entries.size() >= kSharedPrefixJobs && n->entries.size() == entries.size();
     if (!(shared && in_prefix)) ++depth;

@@ -75,9 +75,11 @@ struct StemTrie {
   // so a two-token prefix does not make every pair of jobs alike. With
   // fewer jobs, a shared prefix is all there is to go by.
   static constexpr std::size_t kSharedPrefixJobs = 4;
-  // The deepest node along `tokens` that has entries (with `runs`: runs
-  // seen here, not only profiles), and its depth.
-  std::pair<const StemTrie*, int> deepest(const std::vector<std::string>& tokens, bool runs) const;
+  // The deepest node along `tokens` that has entries, at least
+  // `min_entries` of them (with `runs`: runs seen here, not only
+  // profiles), and its depth.
+  std::pair<const StemTrie*, int> deepest(const std::vector<std::string>& tokens, bool runs,
+                                          std::size_t min_entries = 1) const;
 
  private:
   mutable std::optional<GroupStats> cache_;

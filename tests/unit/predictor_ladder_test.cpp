@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/job_class.hpp"
+#include "predict/envelope.hpp"
 #include "predict/predictor.hpp"
 
 using namespace memgate;
@@ -138,6 +139,33 @@ TEST(Ladder, ExactStemPriorBeatsASiblingOfThisBuild) {
   EXPECT_EQ(pred.source, PredictionSource::prior);
   EXPECT_GE(pred.peak, 4460 * MB) << "at least what the kernel peaked at";
   EXPECT_EQ(pred.peak, with_margin(4800 * MB));
+}
+
+// A record without a curve (the shipped prior's backward hdim64 kernel:
+// high to its end) takes the shape of its kind, the similar stems, but
+// not their climb or fall; with nothing similar that falls, it stays high.
+TEST(Ladder, Rung3ARecordWithoutACurveTakesItsKindsShape) {
+  Predictor p;
+  JobProfile flat = profile(kernel("flash_bwd_hdim64_fp16_sm80"), 5800 * MB);
+  flat.peak_over_frac = 1.0;
+  flat.after_peak = 0;
+  flat.envelope.at.assign(32, 1.0);
+  p.add_profile(flat);
+  const JobKey key = kernel("flash_bwd_hdim64_fp16_sm80", "build/csrc");
+  EXPECT_DOUBLE_EQ(envelope_at(p.predict(key), 0.5), 1.0) << "nothing like it falls";
+  JobProfile sibling = profile(kernel("flash_bwd_hdim128_fp16_sm80"), 6000 * MB);
+  sibling.envelope.at.assign(32, 1.0);
+  for (int i = 10; i < 32; ++i) sibling.envelope.at[i] = 0.25;
+  sibling.envelope.rise.assign(32, 1.0);
+  sibling.envelope.fall_x = 0.3;
+  p.add_profile(sibling);
+  const Prediction pred = p.predict(key);
+  EXPECT_EQ(pred.source, PredictionSource::prior);
+  EXPECT_EQ(pred.peak, with_margin(5800 * MB)) << "its own peak";
+  EXPECT_DOUBLE_EQ(envelope_at(pred, 0.5), 0.25) << "its kind's shape";
+  EXPECT_TRUE(pred.envelope.rise.empty()) << "not their climb";
+  EXPECT_LT(pred.envelope.fall_x, 0) << "nor their fall";
+  EXPECT_DOUBLE_EQ(envelope_at(p.predict(kernel("flash_bwd_hdim128_fp16_sm80")), 0.5), 0.25);
 }
 
 // Rung 4: similar stems, runs of this build and history before profiles.
