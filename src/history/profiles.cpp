@@ -216,17 +216,17 @@ std::string encode_profiles(const std::vector<JobProfile>& profiles) {
     // Three decimals, rounded up: never below what was learned.
     for (double v : e.at) envelope.push_back(std::min(1.0, std::ceil(v * 1000 - 1e-6) / 1000));
     json item = {{"identity", p.key.identity},
-                    {"tool", p.key.tool},
-                    {"klass", p.key.klass},
-                    {"stem", p.key.stem},
-                    {"cpu_weight", p.key.cpu_weight},
-                    {"peak_bytes", p.peak},
-                    {"wall_s", p.wall_s},
-                    {"cpu_s", p.cpu_s},
-                    {"peak_over_frac", p.peak_over_frac},
-                    {"after_peak_bytes", p.after_peak},
-                    {"envelope", envelope},
-                    {"runs", p.runs}};
+                  {"tool", p.key.tool},
+                  {"klass", p.key.klass},
+                  {"stem", p.key.stem},
+                  {"cpu_weight", p.key.cpu_weight},
+                  {"peak_bytes", p.peak},
+                  {"wall_s", p.wall_s},
+                  {"cpu_s", p.cpu_s},
+                  {"peak_over_frac", p.peak_over_frac},
+                  {"after_peak_bytes", p.after_peak},
+                  {"envelope", envelope},
+                  {"runs", p.runs}};
     // Rounded down: an earlier fall is read as less progress.
     if (e.fall_x >= 0) item["fall_x"] = std::floor(e.fall_x * 1000 + 1e-6) / 1000;
     list.push_back(std::move(item));
