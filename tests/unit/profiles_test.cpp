@@ -74,6 +74,16 @@ TEST(Profiles, RoundTripWithoutPathsOrUsers) {
   EXPECT_EQ((*back)[0].origin, PredictionSource::imported);
 }
 
+// Profiles imported into a fresh history, and read back from it.
+static std::vector<JobProfile> through_history(const std::vector<JobProfile>& profiles) {
+  TempDir d;
+  auto h = History::open(d.path + "/h.db");
+  EXPECT_TRUE(h.ok()) << h.error();
+  if (!h.ok()) return {};
+  EXPECT_TRUE((*h)->import_profiles(profiles).ok());
+  return (*h)->imported_profiles();
+}
+
 static std::string error_of(const std::string& text) {
   auto r = decode_profiles(text, PredictionSource::imported);
   return r.ok() ? std::string("accepted") : r.error();
@@ -129,11 +139,7 @@ TEST(Profiles, Version2CarriesTheEnvelopeOfTheRecordedCurves) {
   EXPECT_NEAR(envelope_at((*back)[0].envelope, 0.5), 0.1, 1e-3);
   EXPECT_DOUBLE_EQ(envelope_at((*back)[0].envelope, 0.0), 1.0);
   // Imported into a history, it keeps its envelope.
-  TempDir d;
-  auto h = History::open(d.path + "/h.db");
-  ASSERT_TRUE(h.ok()) << h.error();
-  ASSERT_TRUE((*h)->import_profiles(*back).ok());
-  auto kept = (*h)->imported_profiles();
+  auto kept = through_history(*back);
   ASSERT_EQ(kept.size(), 1u);
   ASSERT_EQ(kept[0].envelope.at.size(), static_cast<std::size_t>(kEnvelopePoints));
   EXPECT_NEAR(envelope_at(kept[0].envelope, 0.5), 0.1, 1e-3);
@@ -172,11 +178,7 @@ TEST(Profiles, TheFallTravelsWithTheEnvelopeAndTheClimbDoesNot) {
   check((*back)[0].envelope);
   // Imported into a history, it keeps it; a predictor seeded with it
   // predicts it.
-  TempDir d;
-  auto h = History::open(d.path + "/h.db");
-  ASSERT_TRUE(h.ok()) << h.error();
-  ASSERT_TRUE((*h)->import_profiles(*back).ok());
-  auto kept = (*h)->imported_profiles();
+  auto kept = through_history(*back);
   ASSERT_EQ(kept.size(), 1u);
   check(kept[0].envelope);
   Predictor pred;
