@@ -57,19 +57,15 @@ namespace memgate {
 //     releases (what they give back past their peak, and at their end)
 //     free its memory and slots. A later job that fits now starts if it
 //     does not delay that moment (it ends before it, or what it will hold
-//     then fits beside the head), or if, by the predictions, starting it
-//     now ends the build no later than making it wait behind the head (it
-//     could only start once the head is past its peak or done). The build
-//     ends no sooner than the later of the two jobs, nor than the work
-//     left (running and waiting) over the cores plus the core-time left
-//     idle: held, the job's slots until the head starts.
+//     then fits beside the head), or if, by the two jobs' predictions,
+//     starting it now ends both no later than making it wait behind the
+//     head (it could only start once the head is past its peak or done).
 //     Jobs are still tried longest first, so the memory a held job leaves
 //     idle until the head can start goes to the shorter jobs that end
 //     before it (a heavy short job fits there). A job of unknown duration,
-//     or a head whose moment cannot be told (it needs what a job of
-//     unknown duration holds), is not held (longest-first then). This is
-//     EASY backfilling, with memory as well as slots, a two-job look-ahead
-//     and the work bound. The default: on the measured flash-attn kernels
+//     or a head whose moment cannot be told (it needs what a job past its
+//     predicted time holds), is not held (longest-first then). This is EASY backfilling, with memory as well as slots and a
+//     two-job look-ahead. The default: on the measured flash-attn kernels
 //     in plan's simulator (bench_envelope_sim, bench/packing) it is 4-6%
 //     faster on 2 cores and 8 GiB, and as fast or faster at 16 and 128
 //     cores but for 0.25% on one of six cases.
@@ -322,16 +318,11 @@ class Governor {
     // The earliest moment the head fits (infinity: cannot be told).
     double head_time() const;
     bool by_cpu() const { return by_cpu_; }
-    // Slot-seconds of predicted work the waiting jobs still have: with
-    // the running jobs' (add_running), what the cores must get through.
-    void add_waiting_work(double slot_s) { work_ += slot_s; }
     // Whether a job that fits now should start: it does not delay the
-    // head, or, by the predictions, starting it now ends the build no
-    // later than making it wait behind the head. The build ends no sooner
-    // than the later of the two jobs, nor than the work left spread over
-    // the cores with the core-time left idle (holding the job idles its
-    // slots until the head starts). If so, it is counted in (it holds its
-    // memory and slots, and gives them back as predicted).
+    // head, or, by the two jobs' predictions, starting it now ends both
+    // no later than making it wait behind the head. If so, it is counted
+    // in (it holds its memory and slots, and gives them back as
+    // predicted).
     bool admits(const GovJob& j, Bytes need, double now);
     // Every release f times as far from now: a timeline that counts on
     // the running jobs' falls with room for them to come late.
@@ -369,11 +360,10 @@ class Governor {
     bool by_cpu_;
     double now_;
     double head_t_;
-    double work_ = 0;  // slot-seconds of predicted work left, running and waiting
     std::vector<Release> releases_;  // sorted by time
   };
   std::optional<Shadow> shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
-                                   const std::vector<GovJob*>& queue, const MemoryView& view, double now) const;
+                                   const MemoryView& view, double now) const;
   // A timed start (Counter::timed_starts): a job that does not fit now,
   // whose own record says how its memory climbs, starts if the climb stays
   // within what the running jobs leave free as they fall, with

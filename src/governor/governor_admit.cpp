@@ -141,7 +141,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       // The first job that cannot start: later jobs may not delay it
       // unless that ends both sooner.
       shadow_tried = true;
-      shadow = shadow_for(*j, std::max(j->pred.peak, j->peak_floor), left, free_slots, queue, view, now);
+      shadow = shadow_for(*j, std::max(j->pred.peak, j->peak_floor), left, free_slots, view, now);
     }
     if (fits_mem) continue;
     if (j->queue.blocked_since < 0) j->queue.blocked_since = now;
@@ -212,17 +212,11 @@ int Governor::tokens_to_offer(const MemoryView& view, double now) const {
 // taken to need a tenth of it more. None when the head's moment cannot be
 // told, or it needs more than the whole limit (it will run alone).
 std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
-                                                     const std::vector<GovJob*>& queue, const MemoryView& view,
-                                                     double now) const {
+                                                     const MemoryView& view, double now) const {
   if (need > effective_limit(view)) return std::nullopt;
   Shadow sh(head, need, left, free_slots, cfg_.slots, now);
   for (const auto& [id, r] : active_)
     if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
-  double work = 0;
-  for (const GovJob* w : queue)
-    if (w->state == JobState::waiting && w->where.placement != Placement::remote && w->pred.wall_s > 0)
-      work += w->pred.wall_s * w->weight(cfg_.slots);
-  sh.add_waiting_work(work);
   sh.seal();
   if (!std::isfinite(sh.head_time())) return std::nullopt;
   return sh;
@@ -321,9 +315,8 @@ void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
   // taken to give nothing back, the head could not be told at all and
   // longest-first's guard held the same memory.
   const double left = done >= 1.0 ? std::max(0.1, done - 1.0) : 1.0 - x0;
-  const double end = std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + left * p.wall_s});
-  releases_.push_back({end, held, r.weight(slots_)});
-  if (r.state == JobState::running) work_ += (end - now) * r.weight(slots_);
+  releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + left * p.wall_s}), held,
+                       r.weight(slots_)});
 }
 
 void Governor::Shadow::seal() {
@@ -376,22 +369,11 @@ bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
   if (!admit) {
     // It delays the head. Start it now, or after the head has started
     // (once the head is past its peak or done)?
-    // Either way the build ends no sooner than its work over the cores,
-    // and core-time left idle adds to that work: held, the job's slots
-    // stand idle until the head starts; started, the head's slots stand
-    // idle while it waits for memory past the head's moment. (The two
-    // jobs alone, on 2 cores, held a forward kernel for a backward one and
-    // left a core idle for 74 s while a third kernel waited: the build
-    // ended last with it (bench/real-kernels).)
-    const double t1_slots = fit_time(0, w_, now_, mine, need, w);
-    const double idle_now = w_ * std::max(0.0, t1 - std::max(t0, t1_slots));
-    const double idle_later = w * std::max(0.0, t0 - now);
-    const double spread = std::max(1, slots_);
-    const double end_now = std::max({t1 + head_wall, now + p.wall_s, now + (work_ + idle_now) / spread});
+    const double end_now = std::max(t1 + head_wall, now + p.wall_s);
     std::vector<Release> head;
     releases_of(head_->pred, need_, w_, t0, head);
     const double tj = fit_time(need, w, t0, head, need_, w_);
-    const double end_later = std::max({t0 + head_wall, tj + p.wall_s, now + (work_ + idle_later) / spread});
+    const double end_later = std::max(t0 + head_wall, tj + p.wall_s);
     admit = end_now <= end_later;
   }
   if (!admit) return false;
