@@ -63,9 +63,10 @@ namespace memgate {
 //     Jobs are still tried longest first, so the memory a held job leaves
 //     idle until the head can start goes to the shorter jobs that end
 //     before it (a heavy short job fits there). A job of unknown duration,
-//     or a head whose moment cannot be told (it needs what a job past its
-//     predicted time holds), is not held (longest-first then). This is EASY backfilling, with memory as well as slots and a
-//     two-job look-ahead. The default: on the measured flash-attn kernels
+//     or a head whose moment cannot be told (it needs what a job of
+//     unknown duration holds), is not held (longest-first then). This is
+//     EASY backfilling, with memory as well as slots and a two-job
+//     look-ahead. The default: on the measured flash-attn kernels
 //     in plan's simulator (bench_envelope_sim, bench/packing) it is 4-6%
 //     faster on 2 cores and 8 GiB, and as fast or faster at 16 and 128
 //     cores but for 0.25% on one of six cases.
