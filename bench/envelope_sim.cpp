@@ -4,9 +4,10 @@
 // BUDGET GiB, under each admission policy, first on the step older records
 // make (peak_over_frac and after_peak: format version 1), then on each
 // job's envelope. Against the lower bound max(ΣCPU / cores, Σ∫m(t)dt / budget,
-// longest job). Usage: bench_envelope_sim [FIXTURES_DIR [CORES [BUDGET_GIB [TARGETS]]]]
+// longest job). Usage: bench_envelope_sim [FIXTURES_DIR [CORES [BUDGET_GIB [TARGETS [FILES]]]]]
 // (TARGETS: sm80, sm90, ... or any: every clean single-target job, as
-// bench/run's flash-real workload replays them)
+// bench/run's flash-real workload replays them; FILES: only these kernels,
+// comma-separated profile names, such as bench/real-kernels' four)
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "plan/jobs_csv.hpp"
 #include "plan/simulate.hpp"
 #include "plan/workload.hpp"
+#include "util/text.hpp"
 
 using namespace memgate;
 using namespace memgate::plan;
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
   m.capacity = static_cast<Bytes>((argc > 3 ? std::stod(argv[3]) : 8.0) * static_cast<double>(GiB));
   m.reserve = 0;
   const std::string targets = argc > 4 ? argv[4] : "sm80";
+  std::vector<std::string> only;
+  if (argc > 5)
+    for (auto f : split(argv[5], ',')) only.emplace_back(f);
   auto rows = read_jobs_csv(dir + "/flash-attn-nvcc-jobs.csv");
   if (!rows) {
     fmt::print(stderr, "{}\n", rows.error());
@@ -39,6 +44,7 @@ int main(int argc, char** argv) {
     double cpu = 0, mem_s = 0, longest = 0;
     for (const auto& r : *rows) {
       if ((targets != "any" && r.targets != targets) || r.contended || r.samples.empty()) continue;
+      if (!only.empty() && std::find(only.begin(), only.end(), r.profile) == only.end()) continue;
       PlanJob j = measured_job(r);
       normalize(j);
       if (!envelope) j.predicted.envelope = {};
@@ -60,6 +66,10 @@ int main(int argc, char** argv) {
                envelope ? "envelope" : "step", jobs.size(), run.wall_s, bound, run.wall_s / bound, static_cast<double>(run.peak) / GiB,
                static_cast<double>(get(run.counters, Counter::released_mib_s)) / 1024.0,
                get(run.counters, Counter::oom_killed), get(run.counters, Counter::timed_starts));
+    if (!only.empty())  // a few jobs: when each attempt ran
+      for (const Trace& tr : run.traces)
+        if (!tr.path.empty())
+          fmt::print("    {:7.1f} {:7.1f}  {}\n", tr.path.front().t, tr.path.back().t, jobs[tr.job].name);
   }
   return 0;
 }
