@@ -29,8 +29,9 @@
 //   3. kill the newest job and requeue it with its prediction raised to
 //      what it was seen to use.
 // Code: a job and what is told of it in gov_job.hpp, admission in
-// governor_admit.cpp, pressure in governor_pressure.cpp, a job's life,
-// learning and the rest in governor.cpp.
+// governor_admit.cpp, packing's timeline in governor_shadow.cpp, pressure
+// in governor_pressure.cpp, a job's life, learning and the rest in
+// governor.cpp.
 #pragma once
 
 #include <cstdint>
@@ -59,20 +60,23 @@ namespace memgate {
 //     does not delay that moment (it ends before it, or what it will hold
 //     then fits beside the head), or if, by the two jobs' predictions,
 //     starting it now ends both no later than making it wait behind the
-//     head (it could only start once the head is past its peak or done).
-//     Jobs are still tried longest first, so the memory a held job leaves
-//     idle until the head can start goes to the shorter jobs that end
-//     before it (a heavy short job fits there). A job of unknown duration,
-//     or a head whose moment cannot be told (it needs what a job of
-//     unknown duration holds), is not held (longest-first then). This is
-//     EASY backfilling, with memory as well as slots and a two-job
-//     look-ahead. The default: on the measured flash-attn kernels
-//     in plan's simulator (bench_envelope_sim, bench/packing) it is 4-6%
-//     faster on 2 cores and 8 GiB, and as fast or faster at 16 and 128
-//     cores but for 0.25% on one of six cases.
+//     head (it could only start once the head is past its peak or done);
+//     while at most kLookAhead jobs wait (governor_shadow.hpp), by the
+//     end of all of them (but for a timed start). Jobs are still tried
+//     longest first, so the memory a held job leaves idle until the head
+//     can start goes to the shorter jobs that end before it (a heavy short
+//     job fits there). A job of unknown duration, or a head whose moment
+//     cannot be told (it needs what a job of unknown duration holds), is
+//     not held (longest-first then). This is EASY backfilling, with
+//     memory as well as slots and a look-ahead. The default: on the
+//     measured flash-attn kernels in plan's simulator (bench_envelope_sim,
+//     bench/packing) it is 4-6% faster on 2 cores and 8 GiB, and as fast
+//     or faster at 16 and 128 cores but for 0.25% on one of six cases.
 enum class AdmissionPolicy { longest_first, packing };
 std::string_view name(AdmissionPolicy p);
 std::optional<AdmissionPolicy> parse_admission_policy(std::string_view s);
+
+class Shadow;  // packing's timeline: governor_shadow.hpp
 
 struct GovernorConfig {
   Bytes budget = 0;       // what the build may use (capacity - reserve, or --memory)
@@ -304,65 +308,7 @@ class Governor {
  private:
   void account_time(double now);
   void admit_jobs(const MemoryView& view, double now, Decisions& out);
-  // Packing's reservation for the first job that cannot start now (see
-  // AdmissionPolicy): the memory and slots free now, and what the running
-  // (and newly admitted) jobs are predicted to give back, and when.
-  class Shadow {
-   public:
-    Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now);
-    // Each running job's releases are added unsorted; seal() sorts them
-    // once and works out when the head fits (one sort over every running
-    // job, not an insertion and a walk per job: 512 running jobs made a
-    // step quadratic).
-    void add_running(const GovJob& r, Bytes held, double now);
-    void seal();
-    // The earliest moment the head fits (infinity: cannot be told).
-    double head_time() const;
-    bool by_cpu() const { return by_cpu_; }
-    // Whether a job that fits now should start: it does not delay the
-    // head, or, by the two jobs' predictions, starting it now ends both
-    // no later than making it wait behind the head. If so, it is counted
-    // in (it holds its memory and slots, and gives them back as
-    // predicted).
-    bool admits(const GovJob& j, Bytes need, double now);
-    // Every release f times as far from now: a timeline that counts on
-    // the running jobs' falls with room for them to come late.
-    void stretch(double f);
-    // Whether a job of `need` bytes whose memory climbs as `rise` (the
-    // most it has used by each point of its progress, as fractions of
-    // `need`), started now and through all of its progress within
-    // `climb_s` seconds, stays within what is free at every moment as
-    // the running jobs give their memory back (the job's fall is not
-    // counted: what is free only grows).
-    bool climbs_in_time(const std::vector<double>& rise, Bytes need, double climb_s) const;
-
-   private:
-    struct Release {
-      double t;
-      Bytes mem;
-      int slots;
-    };
-    // The earliest moment >= `from` a job of `need` bytes and `w` slots
-    // fits, with `extra` releases and `taken` held from now.
-    double fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
-                    int taken_slots) const;
-    static void releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out);
-    // What the envelope gives back of `held` (of predicted `peak`) from
-    // progress x0 at time t0 on, at the predicted speed; `held` ends as
-    // what is left.
-    static void envelope_releases(const Prediction& p, Bytes peak, Bytes& held, double x0, double t0,
-                                  std::vector<Release>& out);
-    const GovJob* head_;
-    Bytes need_;
-    int w_;
-    Bytes mem_;
-    int free_slots_;
-    int slots_;
-    bool by_cpu_;
-    double now_;
-    double head_t_;
-    std::vector<Release> releases_;  // sorted by time
-  };
+  // Packing's timeline (governor_shadow.hpp).
   std::optional<Shadow> shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
                                    const MemoryView& view, double now) const;
   // A timed start (Counter::timed_starts): a job that does not fit now,

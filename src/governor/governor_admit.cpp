@@ -1,16 +1,18 @@
 // Admission: which waiting jobs start now (longest-first or packing),
 // cold admission on live siblings, offloading to an engine and declining.
-// Pressure: governor_pressure.cpp; exits, learning and the rest: governor.cpp.
+// Packing's timeline: governor_shadow.cpp; pressure: governor_pressure.cpp;
+// exits, learning and the rest: governor.cpp.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <unordered_map>
 
 #include "core/job_class.hpp"
 #include "governor/governor.hpp"
 #include "governor/governor_detail.hpp"
-#include "predict/envelope.hpp"
+#include "governor/governor_shadow.hpp"
 #include "governor/jobserver.hpp"
 #include "util/size.hpp"
 
@@ -111,8 +113,13 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       fits_mem = timed = timed_on->climbs_in_time(j->pred.envelope.rise, need, climb_s(*j));
     }
     // Packing: a job that would delay the reserved one waits as if it did
-    // not fit (for what the reserved one waits for).
-    bool held = fits_cpu && fits_mem && shadow && !shadow->admits(*j, need, now);
+    // not fit (for what the reserved one waits for). A timed start is
+    // weighed by the two jobs alone: it already counts on the running
+    // jobs' falls, and the look-ahead, which places jobs by their whole
+    // need, cannot see the climb it bets on (admitted on the look-ahead,
+    // such starts were frozen in plan's simulator).
+    bool held = fits_cpu && fits_mem && shadow &&
+                !shadow->admits(*j, need, now, timed ? std::span<GovJob* const>{} : std::span<GovJob* const>(queue));
     if (held) fits_mem = false;
     j->queue.blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
     j->queue.blocked_by_memory = fits_cpu && !fits_mem && !j->queue.blocked_by_cpu;
@@ -204,187 +211,6 @@ int Governor::tokens_to_offer(const MemoryView& view, double now) const {
       if (j.state == JobState::waiting) sum += std::max(j.pred.peak, j.peak_floor), ++n;
   in.per_token = n > 0 ? std::max<Bytes>(sum / n, 1) : cfg_.token_need;
   return memgate::tokens_to_offer(in);
-}
-
-// The head's reservation: what is free now, and what every running job
-// gives back by its prediction. A job whose duration is unknown gives back
-// nothing (it may run for ever); one that has overrun its prediction is
-// taken to need a tenth of it more. None when the head's moment cannot be
-// told, or it needs more than the whole limit (it will run alone).
-std::optional<Governor::Shadow> Governor::shadow_for(const GovJob& head, Bytes need, Bytes left, int free_slots,
-                                                     const MemoryView& view, double now) const {
-  if (need > effective_limit(view)) return std::nullopt;
-  Shadow sh(head, need, left, free_slots, cfg_.slots, now);
-  for (const auto& [id, r] : active_)
-    if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
-  sh.seal();
-  if (!std::isfinite(sh.head_time())) return std::nullopt;
-  return sh;
-}
-
-bool Governor::can_time(const GovJob& j, Bytes need, const MemoryView& view) const {
-  // A rerun, or one whose prediction is only a guess, has no climb it can
-  // count on; one bigger than the limit runs alone.
-  return j.pred.envelope.rise.size() >= 2 && j.attempts == 0 && j.peak_floor == 0 && climb_s(j) > 0 &&
-         need <= effective_limit(view);
-}
-
-Governor::Shadow Governor::timeline(const GovJob& j, Bytes need, Bytes left, int free_slots, double now) const {
-  Shadow sh(j, need, left, free_slots, cfg_.slots, now);
-  for (const auto& [id, r] : active_)
-    if (r->state == JobState::running || r->state == JobState::killing) sh.add_running(*r, reservation(*r, now), now);
-  sh.stretch(kTimedSlack);
-  sh.seal();
-  return sh;
-}
-
-double Governor::climb_s(const GovJob& j) {
-  const Prediction& p = j.pred;
-  double t = p.wall_s;
-  if (p.cpu_s > 0) {
-    const double on_slots = p.cpu_s / std::max(1, j.key.cpu_weight);
-    t = t > 0 ? std::min(t, on_slots) : on_slots;
-  }
-  return t > 0 ? t / kTimedSlack : 0;
-}
-
-void Governor::Shadow::stretch(double f) {
-  for (Release& r : releases_) r.t = now_ + std::max(0.0, r.t - now_) * f;
-}
-
-bool Governor::Shadow::climbs_in_time(const std::vector<double>& rise, Bytes need, double climb_s) const {
-  const auto n = rise.size();
-  if (n < 2 || !(climb_s > 0)) return false;
-  Bytes mem = mem_;
-  std::size_t a = 0;
-  // Through the stretch from point i to i + 1 the job holds at most
-  // rise[i + 1]; what is free there is at least what is free at its start.
-  for (std::size_t i = 0; i + 1 < n; ++i) {
-    const double t = now_ + climb_s * static_cast<double>(i) / static_cast<double>(n - 1);
-    for (; a < releases_.size() && releases_[a].t <= t; ++a) mem += releases_[a].mem;
-    if (scale(need, std::clamp(rise[i + 1], 0.0, 1.0)) > mem) return false;
-  }
-  return true;
-}
-
-Governor::Shadow::Shadow(const GovJob& head, Bytes need, Bytes free_mem, int free_slots, int slots, double now)
-    : head_(&head),
-      need_(need),
-      w_(head.weight(slots)),
-      mem_(free_mem),
-      free_slots_(free_slots),
-      slots_(slots),
-      by_cpu_(head.weight(slots) > free_slots),
-      now_(now),
-      head_t_(kNever) {
-  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
-}
-
-void Governor::Shadow::envelope_releases(const Prediction& p, Bytes peak, Bytes& held, double x0, double t0,
-                                         std::vector<Release>& out) {
-  Envelope step;
-  const Envelope& e = p.envelope.empty() ? (step = envelope_for(p)) : p.envelope;
-  const auto n = e.at.size();
-  for (std::size_t i = 1; i < n; ++i) {
-    const double x = static_cast<double>(i) / static_cast<double>(n - 1);
-    if (x <= x0) continue;
-    const Bytes keep = std::min(held, scale(peak, e.at[i] * kAfterPeakMargin));
-    if (keep >= held) continue;
-    out.push_back({t0 + (x - x0) * p.wall_s, held - keep, 0});
-    held = keep;
-  }
-}
-
-void Governor::Shadow::add_running(const GovJob& r, Bytes held, double now) {
-  const Prediction& p = r.pred;
-  if (p.wall_s <= 0) return;
-  // From its progress on, at its predicted speed: a job slowed by
-  // contention (its CPU progress behind its wall time) ends later.
-  const double done = std::max(0.0, work_done(r, now));
-  const double x0 = std::min(done, 1.0);
-  if (r.state == JobState::running && x0 < 1.0 && envelope_gives_back(p) >= kReleaseWorthTracking)
-    envelope_releases(p, std::max({p.peak, r.peak_floor, r.run.attempt_peak}), held, envelope_x(r, x0), now,
-                      releases_);
-  // Past its predicted time, when it ends is not known: it is taken to
-  // run on by as much again as it has overrun (a tenth of its time at
-  // least), so the head's moment recedes as the evidence grows. Taken to
-  // end a tenth of its time from now at every step, a real nvcc kernel
-  // that ran 214 CPU-s for a predicted 137 on a slower machine than its
-  // prior's kept the head's moment always close, and a forward kernel that
-  // fit beside its tail waited two minutes for the head (bench/real-kernels);
-  // taken to give nothing back, the head could not be told at all and
-  // longest-first's guard held the same memory.
-  const double left = done >= 1.0 ? std::max(0.1, done - 1.0) : 1.0 - x0;
-  releases_.push_back({std::max({r.run.start_t + p.wall_s, now + 0.1 * p.wall_s, now + left * p.wall_s}), held,
-                       r.weight(slots_)});
-}
-
-void Governor::Shadow::seal() {
-  std::stable_sort(releases_.begin(), releases_.end(), [](const Release& x, const Release& y) { return x.t < y.t; });
-  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
-}
-
-void Governor::Shadow::releases_of(const Prediction& p, Bytes need, int w, double start, std::vector<Release>& out) {
-  if (p.wall_s <= 0) return;  // it may run for ever: gives nothing back
-  Bytes held = need;
-  envelope_releases(p, p.peak, held, 0, start, out);
-  out.push_back({start + p.wall_s, held, w});
-}
-
-double Governor::Shadow::head_time() const { return head_t_; }
-
-double Governor::Shadow::fit_time(Bytes need, int w, double from, const std::vector<Release>& extra, Bytes taken_mem,
-                                  int taken_slots) const {
-  Bytes mem = mem_ - taken_mem;
-  int slots = free_slots_ - taken_slots;
-  size_t a = 0, b = 0;  // releases_ and extra (each sorted), merged
-  auto next_t = [&] {
-    double ta = a < releases_.size() ? releases_[a].t : kNever, tb = b < extra.size() ? extra[b].t : kNever;
-    return std::min(ta, tb);
-  };
-  auto take_until = [&](double t) {
-    for (; a < releases_.size() && releases_[a].t <= t; ++a) mem += releases_[a].mem, slots += releases_[a].slots;
-    for (; b < extra.size() && extra[b].t <= t; ++b) mem += extra[b].mem, slots += extra[b].slots;
-  };
-  take_until(from);
-  if (need <= mem && w <= slots) return from;
-  for (double t = next_t(); std::isfinite(t); t = next_t()) {
-    take_until(t);
-    if (need <= mem && w <= slots) return t;
-  }
-  return kNever;
-}
-
-bool Governor::Shadow::admits(const GovJob& j, Bytes need, double now) {
-  const Prediction& p = j.pred;
-  const int w = j.weight(slots_);
-  const double t0 = head_t_;
-  std::vector<Release> mine;
-  releases_of(p, need, w, now, mine);
-  std::sort(mine.begin(), mine.end(), [](const Release& x, const Release& y) { return x.t < y.t; });
-  const double t1 = fit_time(need_, w_, now_, mine, need, w);
-  bool admit = t1 <= t0 + 1e-9;
-  const double head_wall = head_->pred.wall_s;
-  if (!admit && (p.wall_s <= 0 || head_wall <= 0)) admit = true;  // nothing to weigh: do not hold it
-  if (!admit) {
-    // It delays the head. Start it now, or after the head has started
-    // (once the head is past its peak or done)?
-    const double end_now = std::max(t1 + head_wall, now + p.wall_s);
-    std::vector<Release> head;
-    releases_of(head_->pred, need_, w_, t0, head);
-    const double tj = fit_time(need, w, t0, head, need_, w_);
-    const double end_later = std::max(t0 + head_wall, tj + p.wall_s);
-    admit = end_now <= end_later;
-  }
-  if (!admit) return false;
-  mem_ -= need;
-  free_slots_ -= w;
-  for (const Release& x : mine)
-    releases_.insert(std::upper_bound(releases_.begin(), releases_.end(), x.t,
-                                      [](double t, const Release& y) { return t < y.t; }),
-                     x);
-  head_t_ = fit_time(need_, w_, now_, {}, 0, 0);
-  return true;
 }
 
 // Jobs still waiting for memory go to the engine while it has slots, each
