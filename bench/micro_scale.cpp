@@ -10,6 +10,9 @@
 // - Ungated scan: find_ungated over a fake /proc of N waiting wrappers
 //   and the build tool, reading them all (before) or skipping the
 //   connected wrappers (what the runner passes now).
+// - Held for the head: a big job waits for memory behind 400 running
+//   small ones and N small jobs wait behind it, each weighed against it
+//   (packing) at every step.
 // - Predict: one prediction with N finished jobs of its klass learned.
 // - Runner tick: the tick over fake ports with N jobs, up to 512 running.
 // - Server turn: one request and its grant through the JobServer's loop
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -101,6 +105,57 @@ BENCHMARK(BM_AdmissionPerExit)
     ->ArgsProduct({{250, 1000, 2000, 5000}, {0, 1}})
     ->Iterations(2000)
     ->Unit(benchmark::kMicrosecond);
+
+// A big job at the head of the queue waits for memory behind 400 running
+// small ones, and N small jobs wait behind it, each of which fits now but
+// would delay it: every step weighs each of them against the head
+// (packing's Shadow::admits, the two-job rule once more than its
+// look-ahead wait). Each iteration: the oldest running job ends, a step,
+// one more small job is submitted.
+void BM_HeldForHead(benchmark::State& state) {
+  const int waiting = static_cast<int>(state.range(0));
+  constexpr int kRunning = 400;
+  GovernorConfig cfg;
+  cfg.budget = cfg.hard_limit = 8LL << 30;
+  cfg.slots = 1 << 16;  // memory alone holds jobs back
+  auto predict = [](const JobKey& k) {
+    Prediction p;
+    const bool big = k.tool == "nvcc";
+    p.peak = big ? 7LL << 30 : 16LL << 20;
+    p.wall_s = p.cpu_s = big ? 60 : 10;
+    p.peak_over_frac = 0.3;
+    p.after_peak = p.peak / 4;
+    p.confidence = 1;
+    p.source = PredictionSource::history;
+    return p;
+  };
+  Governor gov(cfg, predict, [](const JobRecord&) {});
+  MemoryView view;
+  double now = 0;
+  int next = 0;
+  std::deque<JobId> running;
+  for (; next < kRunning; ++next) gov.submit(key_of(next), now, "", next + 1);
+  for (JobId id : gov.step(view, now).admit) running.push_back(id);
+  JobKey big = key_of(next++);
+  big.tool = "nvcc";
+  big.klass = "nvcc:compile[sm_80]";
+  gov.submit(big, now, "", next);
+  for (int i = 0; i < waiting; ++i, ++next) gov.submit(key_of(next), now, "", next + 1);
+  for (JobId id : gov.step(view, now).admit) running.push_back(id);
+  for (auto _ : state) {
+    now += 0.01;
+    if (!running.empty()) {
+      gov.exited(running.front(), ExitKind::finished, 0, now, 0.01);
+      running.pop_front();
+    }
+    for (JobId id : gov.step(view, now).admit) running.push_back(id);
+    gov.submit(key_of(next), now, "", next + 1);
+    ++next;
+  }
+  GovernorCounts c = gov.counts(now);
+  state.SetLabel(fmt::format("{} running, {} waiting ({} for memory)", c.running, c.waiting, c.waiting_memory));
+}
+BENCHMARK(BM_HeldForHead)->Arg(16)->Arg(250)->Arg(1000)->Iterations(2000)->Unit(benchmark::kMicrosecond);
 
 // One prediction for a new job of a klass that has N finished jobs (each
 // of its own stem) in this build: what repredicting a queue costs per job.

@@ -184,23 +184,27 @@ bool Shadow::admits(const GovJob& j, Bytes need, double now, std::span<GovJob* c
     // It delays the head. Start it now, or after the head has started
     // (once the head is past its peak or done)? By the two jobs' ends,
     // and, while few jobs wait, by the end of all of them.
-    const Planned job{&p, need, w}, head{&head_->pred, need_, w_};
-    std::vector<Planned> now_order{head}, later_order{head};
-    bool placed_j = false;
-    for (const GovJob* q : look_ahead(queue, j)) {
-      if (q == &j) {
-        later_order.push_back(job), placed_j = true;
-        continue;
+    double end_now = kNever, end_later = kNever;
+    if (const auto ahead = look_ahead(queue, j); !ahead.empty()) {
+      const Planned job{&p, need, w}, head{&head_->pred, need_, w_};
+      std::vector<Planned> now_order{head}, later_order{head};
+      for (const GovJob* q : ahead) {
+        const Planned x = q == &j ? job : Planned{&q->pred, std::max(q->pred.peak, q->peak_floor), q->weight(slots_)};
+        if (q != &j) now_order.push_back(x);
+        later_order.push_back(x);
       }
-      const Planned x{&q->pred, std::max(q->pred.peak, q->peak_floor), q->weight(slots_)};
-      now_order.push_back(x);
-      later_order.push_back(x);
+      if (std::find(ahead.begin(), ahead.end(), &j) == ahead.end()) later_order.push_back(job);
+      end_now = finish(&job, now_order);
+      end_later = finish(nullptr, later_order);
     }
-    if (!placed_j) later_order.push_back(job);
-    double end_now = finish(&job, now_order), end_later = finish(nullptr, later_order);
-    if (!std::isfinite(end_now) || !std::isfinite(end_later)) {  // the two jobs alone
-      end_now = finish(&job, {head});
-      end_later = finish(nullptr, {head, job});
+    if (!std::isfinite(end_now) || !std::isfinite(end_later)) {
+      // The two jobs alone, walked in place: a long queue asks this at
+      // every step with hundreds running, and finish() copies the
+      // timeline.
+      end_now = std::max(t1 + head_wall, now + p.wall_s);
+      std::vector<Release> head;
+      releases_of(head_->pred, need_, w_, t0, head);  // in time order
+      end_later = std::max(t0 + head_wall, fit_time(need, w, t0, head, need_, w_) + p.wall_s);
     }
     admit = end_now <= end_later;
   }
