@@ -435,6 +435,7 @@ class Governor {
   Bytes releasing_ = 0;          // what running jobs held below their peaks at the last step
   double last_freeze_t_ = -1e9, last_kill_t_ = -1e9, last_thaw_t_ = -1e9;
   double low_since_ = -1;   // memory has been low enough to thaw since then
+  Bytes freeze_level_ = 0;  // the least the build's memory has been since the last freeze
   bool thrashing_ = false;  // PSI latch
   bool any_memory_blocked_ = false, any_cpu_blocked_ = false;
   int js_held_ = 0;           // jobserver tokens held by clients

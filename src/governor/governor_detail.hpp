@@ -18,6 +18,9 @@ constexpr double kRequeueGrowth = 1.25;
 constexpr double kOvershootGrowth = 1.2;
 // Margin on what a job past its peak still holds.
 constexpr double kAfterPeakMargin = 1.1;
+// With a job frozen, how far (a fraction of the limit) the build's memory
+// must grow past where the last freeze left it before another is frozen.
+constexpr double kFreezeRegrowth = 0.01;
 // Least release past a job's peak worth tracking: reading the job's CPU
 // time at every sample, and scheduling its steps in packing's estimate.
 constexpr Bytes kReleaseWorthTracking = 64 * MiB;

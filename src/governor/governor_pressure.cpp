@@ -74,12 +74,22 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
     }
   }
   bool over = used >= scale(limit, cfg_.pressure.freeze_frac);
+  // Freezing stops growth; it gives nothing back. With a job frozen
+  // already, another is frozen only if memory grows again: past the least
+  // it has been since the last freeze. At a level that holds, each further
+  // freeze only idled a core (plan's simulator: two forward kernels
+  // frozen at a steady 92% for 51 s, one at its peak and about to fall,
+  // the other past its own).
+  const bool any_frozen = !by_state(JobState::frozen).empty();
+  if (any_frozen) freeze_level_ = std::min(freeze_level_, used);
+  if (over && !thrashing_ && any_frozen && used <= freeze_level_ + scale(limit, kFreezeRegrowth)) over = false;
   double cooldown = over ? cfg_.pressure.freeze_cooldown_s : cfg_.pressure.psi_freeze_cooldown_s;
   if ((over || thrashing_) && unfrozen_running() >= 2 && now - last_freeze_t_ >= cooldown) {
     GovJob* v = newest_to_freeze();
     v->state = JobState::frozen;
     tell(JobFact::of(JobFact::Kind::frozen, v->id, now));
     last_freeze_t_ = now;
+    freeze_level_ = used;
     low_since_ = -1;
     count(Counter::frozen);
     event(now, EventKind::freeze, v->id,

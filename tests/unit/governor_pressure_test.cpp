@@ -35,15 +35,37 @@ TEST(GovernorPressure, FreezesTheNewestJobWhenMemoryRunsShort) {
 TEST(GovernorPressure, FreezesRespectACooldown) {
   Pressure f;
   EXPECT_EQ(f.g().step(used(3950 * MiB), 1).freeze.size(), 1u);
-  EXPECT_TRUE(f.g().step(used(3950 * MiB), 1.1).freeze.empty());
-  EXPECT_EQ(f.g().step(used(3950 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
+  EXPECT_TRUE(f.g().step(used(4000 * MiB), 1.1).freeze.empty());
+  EXPECT_EQ(f.g().step(used(4000 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
+}
+
+// Freezing stops growth and gives nothing back: while the level the last
+// freeze left holds, no further job is frozen; once memory grows past it
+// (1% of the limit), the next newest is.
+TEST(GovernorPressure, AtALevelThatHoldsNoFurtherJobIsFrozen) {
+  Pressure f;
+  ASSERT_EQ(f.g().step(used(3800 * MiB), 1).freeze, std::vector<JobId>{f.c});
+  EXPECT_TRUE(f.g().step(used(3800 * MiB), 2).freeze.empty());
+  EXPECT_TRUE(f.g().step(used(3830 * MiB), 3).freeze.empty());
+  EXPECT_EQ(f.g().job(f.b).state, JobState::running);
+  EXPECT_EQ(f.g().step(used(3900 * MiB), 4).freeze, std::vector<JobId>{f.b});
+}
+
+// Growth counts from the least memory has been since the last freeze: a
+// job ended, and another grew back to where the freeze left it.
+TEST(GovernorPressure, MemoryThatFellAndGrowsBackFreezesAgain) {
+  Pressure f;
+  ASSERT_EQ(f.g().step(used(3800 * MiB), 1).freeze, std::vector<JobId>{f.c});
+  f.g().step(used(3000 * MiB), 1.2);
+  EXPECT_EQ(f.g().step(used(3800 * MiB), 2).freeze, std::vector<JobId>{f.b});
 }
 
 TEST(GovernorPressure, NeverFreezesTheLastRunningJob) {
   Pressure f;
-  f.g().step(used(3950 * MiB), 1);    // freezes c
-  f.g().step(used(3950 * MiB), 2);    // freezes b
-  Decisions d = f.g().step(used(3950 * MiB), 3);
+  f.g().step(used(3800 * MiB), 1);    // freezes c
+  f.g().step(used(3900 * MiB), 2);    // freezes b (memory still grew)
+  ASSERT_EQ(f.g().job(f.b).state, JobState::frozen);
+  Decisions d = f.g().step(used(4000 * MiB), 3);
   EXPECT_TRUE(d.freeze.empty());
   EXPECT_EQ(f.g().job(f.a).state, JobState::running);
 }
@@ -75,8 +97,8 @@ TEST(GovernorPressure, ThawsOnlyAfterMemoryStaysLow) {
 
 TEST(GovernorPressure, ThawsAtOnceWhenNothingElseCanRun) {
   Pressure f;
-  f.g().step(used(3950 * MiB), 1);  // c
-  f.g().step(used(3950 * MiB), 2);  // b
+  f.g().step(used(3800 * MiB), 1);  // c
+  f.g().step(used(3900 * MiB), 2);  // b
   f.g().exited(f.a, ExitKind::finished, 0, 2.1);
   Decisions d = f.g().step(used(3900 * MiB), 2.1);
   EXPECT_EQ(d.thaw, std::vector<JobId>{f.b});
@@ -104,10 +126,10 @@ TEST(GovernorPressure, CountsTheCostOfOptimism) {
   Pressure f;
   EXPECT_EQ(f.g().counters().at(Counter::frozen_ms), 0);
   EXPECT_EQ(f.g().counters().at(Counter::requeued_cpu_ms), 0);
-  ASSERT_EQ(f.g().step(used(3950 * MiB), 1).freeze, std::vector<JobId>{f.c});
-  ASSERT_EQ(f.g().step(used(3950 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
+  ASSERT_EQ(f.g().step(used(3800 * MiB), 1).freeze, std::vector<JobId>{f.c});
+  ASSERT_EQ(f.g().step(used(3900 * MiB), 1.5).freeze, std::vector<JobId>{f.b});
   // Two jobs frozen from 1.5 s to 2.5 s, one from 1 s: 2.5 job-seconds.
-  f.g().step(used(3950 * MiB), 2.5);
+  f.g().step(used(3900 * MiB), 2.5);
   EXPECT_EQ(f.g().counters().at(Counter::frozen_ms), 2500);
   // Past the kill line: the newest job (c) dies and is requeued; the
   // 3.25 CPU-seconds it had done are the cost.
