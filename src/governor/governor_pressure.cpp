@@ -60,7 +60,9 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   Bytes limit = effective_limit(view);
   Bytes used = view.build_used;
   bool dying = !by_state(JobState::killing).empty();
-  int alive = unfrozen_running() + static_cast<int>(by_state(JobState::frozen).size());
+  const int frozen = static_cast<int>(by_state(JobState::frozen).size());
+  int alive = unfrozen_running() + frozen;
+  if (frozen > 0) freeze_level_ = std::min(freeze_level_, used);
 
   if (used >= scale(limit, cfg_.pressure.kill_frac) && !dying && alive >= 2 && now - last_kill_t_ >= cfg_.pressure.kill_cooldown_s) {
     if (GovJob* v = newest_to_kill()) {
@@ -80,9 +82,7 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   // freeze only idled a core (plan's simulator: two forward kernels
   // frozen at a steady 92% for 51 s, one at its peak and about to fall,
   // the other past its own).
-  const bool any_frozen = !by_state(JobState::frozen).empty();
-  if (any_frozen) freeze_level_ = std::min(freeze_level_, used);
-  if (over && !thrashing_ && any_frozen && used <= freeze_level_ + scale(limit, kFreezeRegrowth)) over = false;
+  if (over && !thrashing_ && frozen > 0 && used <= freeze_level_ + scale(limit, kFreezeRegrowth)) over = false;
   double cooldown = over ? cfg_.pressure.freeze_cooldown_s : cfg_.pressure.psi_freeze_cooldown_s;
   if ((over || thrashing_) && unfrozen_running() >= 2 && now - last_freeze_t_ >= cooldown) {
     GovJob* v = newest_to_freeze();
