@@ -101,6 +101,7 @@ enum class Counter {
   requeued_cpu_ms,    // CPU time of attempts ended by memory (memgate's kill or the kernel's OOM killer): work done again
   released_mib_s,     // reservation given back by running jobs past their peaks (predicted peak less what they held), MiB x s
   timed_starts,       // jobs started before their peak fitted: their climb timed to meet the running jobs' falls
+  room_starts,        // guesses that did not fit, started in the room beside running jobs past their peaks
 };
 
 // Counters present in a record: a missing one was not recorded (an older

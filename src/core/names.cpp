@@ -71,7 +71,7 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::offloaded, "offloaded"},
 }};
 
-constexpr std::array<std::pair<Counter, std::string_view>, 36> kCounters{{
+constexpr std::array<std::pair<Counter, std::string_view>, 37> kCounters{{
     {Counter::submitted, "submitted"},
     {Counter::admitted, "admitted"},
     {Counter::jobs, "jobs"},
@@ -108,6 +108,7 @@ constexpr std::array<std::pair<Counter, std::string_view>, 36> kCounters{{
     {Counter::requeued_cpu_ms, "requeued_cpu_ms"},
     {Counter::released_mib_s, "released_mib_s"},
     {Counter::timed_starts, "timed_starts"},
+    {Counter::room_starts, "room_starts"},
 }};
 
 }  // namespace

@@ -60,6 +60,10 @@ struct GovJob {
     double fall_x = -1;        // its progress when its memory, having reached 90% of the
                                // predicted peak, first fell below half its peak
     bool peak_told = false;    // on_past_peak was told of this attempt
+    // Started on a guess that did not fit, in the room the running jobs
+    // left beside their falls (Governor::room_start): frozen if it
+    // outgrows that room, until it is past its own peak.
+    bool in_room = false;
   } run;
 
   // Where it runs: here, or through a distributed engine (engine/engine.hpp).

@@ -32,7 +32,7 @@ Governor::Governor(GovernorConfig config, PredictFn predict, LearnFn learn)
                     Counter::freeze_failed, Counter::requeued, Counter::oom_killed, Counter::retried,
                     Counter::overshoot, Counter::wait_memory_ms, Counter::memory_bound_ms, Counter::cpu_bound_ms,
                     Counter::slots_bound_ms, Counter::frozen_ms, Counter::requeued_cpu_ms, Counter::released_mib_s,
-                    Counter::timed_starts})
+                    Counter::timed_starts, Counter::room_starts})
     counters_[c] = 0;
   if (!cfg_.offload.engine.empty()) counters_[Counter::offloaded] = 0;
   if (cfg_.decline_after_s > 0) counters_[Counter::declined] = 0;

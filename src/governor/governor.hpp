@@ -323,6 +323,24 @@ class Governor {
   // The soonest the job can be through its progress: its CPU time on the
   // slots it claims, or its wall time if shorter, over kTimedSlack.
   static double climb_s(const GovJob& j);
+  // A room start (Counter::room_starts): the head of the queue, a weak
+  // guess that does not fit, starts anyway when every running job is past
+  // its peak (its memory halved from it) and what they leave holds at
+  // least kRoomShare of the guess. A guess from other jobs is often high
+  // (a cold flash-attn build guessed its forward kernels at the backward
+  // kernels' 6 GiB; they peaked at 3-4 GiB): the room is a bet the job
+  // stays in it, and the freezer, not the kernel, settles a lost bet. It
+  // is frozen as soon as it comes within kRoomSlack of the room's edge
+  // (the limit less the other jobs' reservations, so their second peaks
+  // stay covered) until it is past its own peak; one at a time. Jobs
+  // still rising are not waited beside: their reservations are guesses
+  // too, and the freezer cannot take back what both grow into.
+  bool room_start_open(double now) const;
+  bool past_own_peak(const GovJob& r, double now) const;
+  Bytes room_beside(const GovJob& j, const MemoryView& view, double now) const;
+  // The room start that outgrew its room and must be frozen now, if any;
+  // one past its peak, or whose guess now fits, is a job like any other.
+  GovJob* outgrown_room(const MemoryView& view, double now);
   void offload_jobs(std::vector<GovJob*>& queue, Bytes& left, double now, Decisions& out);
   void decline_jobs(double now, Decisions& out);
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);

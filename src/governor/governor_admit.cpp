@@ -72,6 +72,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   std::unordered_map<std::string, LiveSiblings> siblings;  // by klass, read when first needed
   std::optional<Shadow> timed_on;  // the running jobs' falls, built when first needed after a start
   int timed_tries = kTimedTries;
+  bool blocked_before = false;  // a job ahead in the queue could not start this step
   for (size_t i = 0; i < queue.size(); ++i) {
     GovJob* j = queue[i];
     // Every slot taken (and no token for a job of the build's client):
@@ -112,6 +113,11 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       if (!timed_on) timed_on = timeline(*j, need, left - starve_reserve, free_slots, now);
       fits_mem = timed = timed_on->climbs_in_time(j->pred.envelope.rise, need, climb_s(*j));
     }
+    bool room = false;
+    if (fits_cpu && !fits_mem && !pressure && !shadow && starve_reserve == 0 && !blocked_before &&
+        weak_guess(j->pred) && j->attempts == 0 && need > 0 && left >= scale(need, kRoomShare) &&
+        room_start_open(now))
+      fits_mem = room = true;
     // Packing: a job that would delay the reserved one waits as if it did
     // not fit (for what the reserved one waits for). A timed start is
     // weighed by the two jobs alone: it already counts on the running
@@ -135,6 +141,10 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       }
       if (timed) count(Counter::timed_starts);
       start(*j, now, out);
+      if (room) {
+        j->run.in_room = true;
+        count(Counter::room_starts);
+      }
       timed_on.reset();
       left -= need;
       busy += j->weight(cfg_.slots);
@@ -142,6 +152,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       continue;
     }
     j->where.remote_slot = false;
+    blocked_before = true;
     if (j->queue.blocked_by_memory) ++mem_waiters_;
     else if (j->queue.blocked_by_cpu) ++cpu_waiters_;
     if (!shadow_tried) {
@@ -261,6 +272,22 @@ void Governor::decline_jobs(double now, Decisions& out) {
     gone.push_back(id);
   }
   for (JobId id : gone) retire(id);
+}
+
+bool Governor::past_own_peak(const GovJob& r, double now) const {
+  return r.run.attempt_peak > 0 && now - r.run.start_t >= cfg_.live.min_s &&
+         r.run.current < scale(r.run.attempt_peak, 0.5);
+}
+
+bool Governor::room_start_open(double now) const {
+  int running = 0;
+  for (const auto& [id, r] : active_) {
+    if (r->run.in_room) return false;
+    if (r->state != JobState::running) continue;
+    if (!past_own_peak(*r, now)) return false;
+    ++running;
+  }
+  return running > 0;
 }
 
 // A guess, not a measurement: a default, or an estimate from few jobs of

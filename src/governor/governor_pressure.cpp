@@ -75,6 +75,20 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
       return;
     }
   }
+  if (GovJob* t = outgrown_room(view, now);
+      t && unfrozen_running() >= 2 && now - last_freeze_t_ >= cfg_.pressure.freeze_cooldown_s) {
+    t->state = JobState::frozen;
+    tell(JobFact::of(JobFact::Kind::frozen, t->id, now));
+    last_freeze_t_ = now;
+    freeze_level_ = used;
+    low_since_ = -1;
+    count(Counter::frozen);
+    event(now, EventKind::freeze, t->id,
+          fmt::format("it grew to {}, the edge of the {} left beside the other jobs' reservations",
+                      format_bytes(t->run.current), format_bytes(std::max<Bytes>(0, room_beside(*t, view, now)))));
+    out.freeze.push_back(t->id);
+    return;
+  }
   bool over = used >= scale(limit, cfg_.pressure.freeze_frac);
   // Freezing stops growth; it gives nothing back. With a job frozen
   // already, another is frozen only if memory grows again: past the least
@@ -99,6 +113,26 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
     return;
   }
   try_thaw(view, now, out);
+}
+
+Bytes Governor::room_beside(const GovJob& j, const MemoryView& view, double now) const {
+  Bytes others = 0;
+  for (const auto& [id, r] : active_)
+    if (r != &j) others += reservation(*r, now);
+  return effective_limit(view) - overhead(view) - others;
+}
+
+GovJob* Governor::outgrown_room(const MemoryView& view, double now) {
+  for (const auto& [id, t] : active_) {
+    if (!t->run.in_room || t->state != JobState::running) continue;
+    const Bytes room = room_beside(*t, view, now);
+    if (past_own_peak(*t, now) || reservation(*t, now) <= room) {
+      t->run.in_room = false;  // its own peak is behind it, or its guess fits: a job like any other
+      return nullptr;
+    }
+    return t->run.current + scale(effective_limit(view), kRoomSlack) >= room ? t : nullptr;
+  }
+  return nullptr;
 }
 
 bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {

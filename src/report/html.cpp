@@ -165,6 +165,8 @@ void append_summary(std::string& out, const BuildRecord& b, const BuildFacts& f)
       f.released_gib_s < 0 ? std::string("not recorded") : fmt::format("{:.1f} GiB·s", f.released_gib_s));
   row(out, "Jobs started as others' memory fell",
       f.timed_starts < 0 ? std::string("not recorded") : std::to_string(f.timed_starts));
+  row(out, "Guesses started in the room beside others' tails",
+      f.room_starts < 0 ? std::string("not recorded") : std::to_string(f.room_starts));
   row(out, "Memory-bound", share(f.memory_bound));
   row(out, "CPU-bound", share(f.cpu_bound));
   out += "</table>\n";

@@ -74,6 +74,7 @@ BuildFacts build_facts(const BuildRecord& b, size_t heaviest) {
   f.requeued_cpu_s = counter(b, Counter::requeued_cpu_ms) / 1000.0;
   if (has_counter(b, Counter::released_mib_s)) f.released_gib_s = counter(b, Counter::released_mib_s) / 1024.0;
   if (has_counter(b, Counter::timed_starts)) f.timed_starts = counter(b, Counter::timed_starts);
+  if (has_counter(b, Counter::room_starts)) f.room_starts = counter(b, Counter::room_starts);
   f.retries = counter(b, Counter::retried);
   f.oom_kills = counter(b, Counter::oom_killed);
   f.ran_alone = counter(b, Counter::ran_alone);
@@ -186,11 +187,14 @@ std::string summary_body(const BuildRecord& b, bool verbose) {
                                 status, peak));
     lines.push_back(f.verdict);
     if (f.released_gib_s >= 0.05 || (verbose && f.released_gib_s >= 0))
-      lines.push_back(fmt::format("released {:.1f} GiB·s of reservations past peaks (jobs ran beside others' tails){}",
+      lines.push_back(fmt::format("released {:.1f} GiB·s of reservations past peaks (jobs ran beside others' tails){}{}",
                                   f.released_gib_s,
                                   f.timed_starts > 0 ? fmt::format("; {} started as others' memory fell",
                                                                    plural(f.timed_starts, "job", "jobs"))
-                                                     : std::string()));
+                                                     : std::string(),
+                                  f.room_starts > 0 ? fmt::format("; {} started on a guess in the room they left",
+                                                                  plural(f.room_starts, "job", "jobs"))
+                                                    : std::string()));
   }
   if (auto where = placement_line(b); !where.empty()) lines.push_back(where);
   if (verbose || memgate_acted(b.counters) || used_shared_profiles(b))

@@ -25,6 +25,9 @@ struct BuildFacts : BuildSummary {
   // Jobs started before their peak fitted, their climb timed to meet the
   // running jobs' falls (Counter::timed_starts). < 0: not recorded.
   std::int64_t timed_starts = -1;
+  // Guesses that did not fit, started in the room beside running jobs past
+  // their peaks (Counter::room_starts). < 0: not recorded.
+  std::int64_t room_starts = -1;
   std::int64_t retries = 0;
   std::int64_t oom_kills = 0;
   std::int64_t ran_alone = 0;

@@ -179,8 +179,8 @@ TEST(ColdAdmission, ARunningGuessTakesTheTimingTheBuildLearns) {
   Fixture f(1 * GiB);
   const std::string k = "nvcc:compile[sm_80]";
   Prediction guess;
-  guess.peak = 600 * MiB;
-  guess.wall_s = 150;  // the prior's, for a job that takes 10 s here
+  guess.peak = 700 * MiB;  // the 324 MiB beside a is less than half of it: no room start
+  guess.wall_s = 150;      // the prior's, for a job that takes 10 s here
   guess.peak_over_frac = 0.2;
   guess.after_peak = 150 * MiB;
   guess.source = PredictionSource::similar;
@@ -197,7 +197,7 @@ TEST(ColdAdmission, ARunningGuessTakesTheTimingTheBuildLearns) {
   EXPECT_TRUE(f.g().step(used(200 * MiB), 5).admit.empty()) << "by the guess, a is far from its peak";
   f.preds["a"].wall_s = f.preds["b"].wall_s = 10;
   f.g().learn(JobRecord{});
-  EXPECT_EQ(f.g().job(a).pred.peak, 600 * MiB) << "the reservation it was admitted on stays";
+  EXPECT_EQ(f.g().job(a).pred.peak, 700 * MiB) << "the reservation it was admitted on stays";
   EXPECT_EQ(f.g().step(used(200 * MiB), 5.1).admit, std::vector<JobId>{b});
 }
 
@@ -226,3 +226,92 @@ TEST(ColdAdmission, AJobWellPastItsPeakIsToldOnceAndWaitingJobsAreAskedAgain) {
 }
 
 // With nothing to tell jobs apart (a cold build: every prediction a
+
+namespace {
+
+// A job measured before: peak 6 GiB at 30% of its 10 s, then 3 GiB.
+JobId submit_measured(Fixture& f, const std::string& id) {
+  Prediction p;
+  p.peak = 6 * GiB;
+  p.wall_s = 10;
+  p.peak_over_frac = 0.3;
+  p.after_peak = 3 * GiB;
+  p.source = PredictionSource::history;
+  p.confidence = 1.0;
+  f.preds[id] = p;
+  JobKey k;
+  k.identity = id;
+  k.klass = "nvcc:compile[sm_80]";
+  return f.g().submit(k, 0);
+}
+
+// A past its peak at 5 s: it holds 3 GiB x 1.1 of the 8 GiB.
+void past_peak(Fixture& f, JobId a) {
+  f.g().sample(a, 6 * GiB, 6 * GiB, 3);
+  f.g().sample(a, 2 * GiB, 6 * GiB, 5);
+}
+
+}  // namespace
+
+// A guess that does not fit starts in the room a job past its peak leaves,
+// and is frozen at the room's edge (the other's reservation, not the 92%
+// line: that job may still come back up to what it holds).
+TEST(RoomStart, AGuessThatDoesNotFitStartsBesideAJobPastItsPeakAndIsFrozenAtTheRoomsEdge) {
+  Fixture f(8 * GiB);
+  JobId a = submit_measured(f, "a");
+  JobId b = submit_cold(f, "b", "nvcc:compile[sm_90]", 6 * GiB);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 5 * GiB, 5 * GiB, 2);
+  EXPECT_TRUE(f.g().step(used(5 * GiB), 2).admit.empty()) << "a is still rising";
+  past_peak(f, a);
+  ASSERT_EQ(f.g().step(used(2 * GiB), 5).admit, std::vector<JobId>{b}) << "4.7 GiB left, at least half its 6 GiB";
+  EXPECT_TRUE(f.g().job(b).run.in_room);
+  EXPECT_EQ(f.g().counters().at(Counter::room_starts), 1);
+  f.g().sample(b, 4 * GiB, 4 * GiB, 6);
+  EXPECT_TRUE(f.g().step(used(6 * GiB), 6).freeze.empty()) << "inside its room";
+  f.g().sample(b, 4600 * MiB, 4600 * MiB, 7);
+  EXPECT_EQ(f.g().step(used(6600 * MiB), 7).freeze, std::vector<JobId>{b}) << "at the edge, under the 92% line";
+  f.g().exited(a, ExitKind::finished, 0, 10);
+  EXPECT_EQ(f.g().step(used(4600 * MiB), 10).thaw, std::vector<JobId>{b}) << "alone now";
+}
+
+// Beside a job still rising, nothing is known of what it will take: a guess
+// that does not fit waits, however much is left now.
+TEST(RoomStart, NotBesideAJobStillRising) {
+  Fixture f(8 * GiB);
+  JobId a = submit_cold(f, "a", "c++:compile", 1 * GiB, PredictionSource::history, 1.0);
+  JobId b = submit_cold(f, "b", "nvcc:compile[sm_90]", 7500 * MiB);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  f.g().sample(a, 600 * MiB, 600 * MiB, 2);
+  EXPECT_TRUE(f.g().step(used(600 * MiB), 2).admit.empty());
+  f.g().sample(a, 200 * MiB, 600 * MiB, 3);
+  EXPECT_EQ(f.g().step(used(200 * MiB), 3).admit, std::vector<JobId>{b});
+}
+
+// One at a time, and a measured prediction is never a room start.
+TEST(RoomStart, OneAtATimeAndOnlyForGuesses) {
+  Fixture f(8 * GiB);
+  JobId a = submit_measured(f, "a");
+  JobId known = submit_cold(f, "known", "nvcc:compile[sm_90]", 6 * GiB, PredictionSource::history, 1.0);
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  past_peak(f, a);
+  EXPECT_TRUE(f.g().step(used(2 * GiB), 5).admit.empty()) << "its own history says 6 GiB";
+
+  Fixture g(16 * GiB);
+  JobId x = submit_measured(g, "x");
+  JobId y = submit_cold(g, "y", "nvcc:compile[sm_90]", 15 * GiB);
+  JobId z = submit_cold(g, "z", "nvcc:compile[sm_86]", 15 * GiB);  // no sibling to go by
+  ASSERT_EQ(g.g().step(used(0), 0).admit, std::vector<JobId>{x});
+  past_peak(g, x);
+  ASSERT_EQ(g.g().step(used(2 * GiB), 5).admit, std::vector<JobId>{y});
+  g.g().sample(y, 1 * GiB, 1 * GiB, 6);
+  EXPECT_TRUE(g.g().step(used(3 * GiB), 6).admit.empty()) << "y is a room start still rising";
+  // y past its own peak: a job like any other, and everything running is past its peak.
+  g.g().sample(y, 3 * GiB, 3 * GiB, 7);
+  g.g().sample(y, 1 * GiB, 3 * GiB, 8);
+  EXPECT_EQ(g.g().step(used(3 * GiB), 8).admit, std::vector<JobId>{z});
+  EXPECT_FALSE(g.g().job(y).run.in_room);
+  EXPECT_TRUE(g.g().job(z).run.in_room);
+  EXPECT_EQ(g.g().counters().at(Counter::room_starts), 2);
+  (void)known;
+}

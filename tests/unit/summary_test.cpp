@@ -145,6 +145,11 @@ TEST(Summary, SaysHowMuchReservationWasReleasedPastPeaks) {
   s = format_summary(b);
   EXPECT_TRUE(contains(s, "(jobs ran beside others' tails); 6 jobs started as others' memory fell")) << s;
   EXPECT_EQ(build_facts(b).timed_starts, 6);
+  EXPECT_EQ(build_facts(b).room_starts, -1) << "not recorded";
+  b.counters[Counter::room_starts] = 2;
+  s = format_summary(b);
+  EXPECT_TRUE(contains(s, "6 jobs started as others' memory fell; 2 jobs started on a guess in the room they left")) << s;
+  EXPECT_EQ(build_facts(b).room_starts, 2);
 }
 
 TEST(Summary, ListsTheFiveHeaviestJobsHeaviestFirst) {
