@@ -145,6 +145,9 @@ bool Governor::try_thaw(const MemoryView& view, double now, Decisions& out) {
   bool must = unfrozen_running() == 0 && by_state(JobState::killing).empty();
   Bytes growth = std::max<Bytes>(0, reservation(*oldest, now) - oldest->run.current);
   bool low = !thrashing_ && view.build_used + growth <= scale(effective_limit(view), cfg_.pressure.thaw_frac);
+  // A room start still at its room's edge would only be frozen again.
+  if (oldest->run.in_room && oldest->run.current + scale(effective_limit(view), kRoomSlack) >= room_beside(*oldest, view, now))
+    low = false;
   if (!low) low_since_ = -1;
   else if (low_since_ < 0) low_since_ = now;
   bool settled = low && now - low_since_ >= cfg_.pressure.thaw_hold_s && now - last_thaw_t_ >= cfg_.pressure.thaw_cooldown_s;

@@ -315,3 +315,22 @@ TEST(RoomStart, OneAtATimeAndOnlyForGuesses) {
   EXPECT_EQ(g.g().counters().at(Counter::room_starts), 2);
   (void)known;
 }
+
+// Frozen at its room's edge, a room start is not thawed while the room is
+// what it was, even where the build's memory is low enough to thaw a job
+// like any other (it would be frozen again at once); it is once the room
+// grows, or it is alone.
+TEST(RoomStart, AFrozenRoomStartStaysFrozenWhileItsRoomIsFull) {
+  Fixture f(8 * GiB);
+  JobId a = submit_measured(f, "a");
+  JobId b = submit_cold(f, "b", "nvcc:compile[sm_90]", 5 * GiB);  // a little over the 4.7 GiB room
+  ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+  past_peak(f, a);
+  ASSERT_EQ(f.g().step(used(2 * GiB), 5).admit, std::vector<JobId>{b});
+  ASSERT_TRUE(f.g().job(b).run.in_room);
+  f.g().sample(b, 4600 * MiB, 4600 * MiB, 6);
+  ASSERT_EQ(f.g().step(used(6600 * MiB), 6).freeze, std::vector<JobId>{b});
+  for (double t : {8.0, 10.0, 12.0}) EXPECT_TRUE(f.g().step(used(6600 * MiB), t).thaw.empty()) << t;
+  f.g().exited(a, ExitKind::finished, 0, 13);
+  EXPECT_EQ(f.g().step(used(4600 * MiB), 13).thaw, std::vector<JobId>{b});
+}
