@@ -90,10 +90,11 @@ struct GovernorConfig {
   double starvation_s = 30;
   AdmissionPolicy admission = AdmissionPolicy::packing;
   // Live evidence. Cold admission (cold_need): the peak of a running job
-  // past its peak, per unit of CPU weight, times margin_falling predicts a
-  // waiting job of its klass that has nothing better than a default or a
-  // klass-wide guess. A job whose own curve contradicts its guess (peaked
-  // under half of it and falling) holds its peak times margin_rising: it
+  // past its peak (its memory halved from it), per unit of CPU weight,
+  // times margin_falling predicts a waiting job of its klass that has
+  // nothing better than a default or a klass-wide guess. A job whose own
+  // curve contradicts its guess (peaked under half of it, and its memory
+  // halved since) holds its peak times margin_rising: it
   // may rise again. Only jobs that have run min_s count as evidence.
   struct Live {
     double margin_rising = 1.5;

@@ -304,13 +304,17 @@ Governor::LiveSiblings Governor::live_siblings(const std::string& klass, double 
     const GovJob& r = *rp;
     if (r.key.klass != klass) continue;
     if (r.state != JobState::running && r.state != JobState::frozen) continue;
-    const bool falling = r.run.attempt_peak > 0 && r.run.current < scale(r.run.attempt_peak, 0.9);
-    if (falling) ++s.confirmed;
+    const bool past = r.run.attempt_peak > 0 && r.run.current < scale(r.run.attempt_peak, 0.5);
+    if (past) ++s.confirmed;
     else if (r.queue.speculative) ++s.in_flight;
-    // Only a sibling past its peak shows a peak: one still rising shows
-    // what it has got to so far (an nvcc job rises for half its life, and a
-    // job on a loaded machine is slow to get its memory).
-    if (!falling || now - r.run.start_t < cfg_.live.min_s) continue;
+    // Only a sibling past its peak (its memory halved from it) shows a
+    // peak: one still rising shows what it has got to so far (an nvcc job
+    // rises for half its life, and a job on a loaded machine is slow to
+    // get its memory). A dip is not a fall: nvcc's front end reaches 0.65
+    // GiB in its first seconds and drops to 0.48 before cicc climbs to 6
+    // GiB, and a forward kernel admitted on that 0.65 x 1.15 was frozen
+    // on flash-real's cold run.
+    if (!past || now - r.run.start_t < cfg_.live.min_s) continue;
     const double w = static_cast<double>(r.run.attempt_peak) / r.weight(cfg_.slots) * cfg_.live.margin_falling;
     s.best_w = std::max(s.best_w, w);
   }

@@ -81,7 +81,8 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   const double x = progress(j, now, &by_cpu);
   // A prediction the job's own curve corrected: it outgrew it (it holds
   // its peak with room to grow), or it was a weak guess the job ran
-  // live.min_s under half of and is falling from (it holds its peak with
+  // live.min_s under half of and whose memory has since halved (a dip is
+  // not a fall: see live_siblings) (it holds its peak with
   // the margin cold admission gives a rising sibling; a second, higher
   // peak is what freeze and requeue are for; a first job guessed above
   // the budget runs alone otherwise, for its whole life). Its size was
@@ -94,8 +95,8 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   if (j.run.attempt_peak > pred) {
     shown = j.run.attempt_peak;
     hold = std::max(j.run.current, scale(shown, kOvershootGrowth));
-  } else if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && falling && j.run.attempt_peak > 0 &&
-             j.run.attempt_peak < scale(pred, 0.5)) {
+  } else if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && j.run.attempt_peak > 0 &&
+             j.run.current < scale(j.run.attempt_peak, 0.5) && j.run.attempt_peak < scale(pred, 0.5)) {
     shown = j.run.attempt_peak;
     hold = std::max(j.run.current, scale(shown, cfg_.live.margin_rising));
   }

@@ -170,15 +170,19 @@ TEST(Governor, AJobThatOutgrewItsGuessTakesItsEnvelopeScaledToItsPeakOnceItHalve
 
 TEST(Governor, AWeakGuessItsCurveRefutedTakesItsEnvelopeScaledToItsPeakOnceItHalves) {
   // Guessed at 6.37 GiB from the klass (two backward kernels), a forward
-  // kernel peaks at 3 GiB: it holds 1.5 times that, then, once halved and
-  // past the decline by CPU, the klass's shape scaled to 3 GiB.
+  // kernel peaks at 3 GiB: once its memory has halved (a dip is not a
+  // fall), it holds the klass's shape scaled to 3 GiB.
   Env f(8 * GiB);
   JobId a = f.submit("fwd", guess(6523 * MiB, step_envelope(0.3, 0.2), PredictionSource::build, 0.35));
   JobId b = f.submit_plain("next", 6 * GiB);
   EXPECT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
   f.g().sample(a, 3 * GiB, 3 * GiB, 20, 20);
-  f.g().sample(a, 2 * GiB, 3 * GiB, 25, 25);  // x = 0.25: falling, not past the decline
-  EXPECT_EQ(f.g().reservation(f.g().job(a), 25), static_cast<Bytes>(std::llround(3.0 * GiB * 1.5)));
+  f.g().sample(a, 2 * GiB, 3 * GiB, 25, 25);  // a dip, not yet a fall: the guess holds
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 25), 6523 * MiB);
+  // Halved at x = 0.28: read from its own peak on (0.2), the envelope's
+  // decline (0.3) is behind it: what it uses now, over 3 GiB x 0.2 x 1.1.
+  f.g().sample(a, 1400 * MiB, 3 * GiB, 28, 28);
+  EXPECT_EQ(f.g().reservation(f.g().job(a), 28), 1400 * MiB);
   f.g().sample(a, 1 * GiB, 3 * GiB, 40, 40);  // x = 0.4, halved: 3 GiB x 0.2 x 1.1 = 0.66 GiB
   EXPECT_EQ(f.g().reservation(f.g().job(a), 40), 1 * GiB);
   EXPECT_EQ(f.g().step(used(1 * GiB), 40).admit, std::vector<JobId>{b});
