@@ -346,6 +346,8 @@ class Governor {
   void decline_jobs(double now, Decisions& out);
   void relieve_pressure(const MemoryView& view, double now, Decisions& out);
   bool try_thaw(const MemoryView& view, double now, Decisions& out);
+  // Freezes v now (`used`: the build's memory, the level the freeze rule compares with).
+  void freeze(GovJob& v, double now, Bytes used, std::string reason, Decisions& out);
   void start(GovJob& j, double now, Decisions& out);
   void event(double now, EventKind kind, JobId job, std::string reason);
   void tell(const JobFact& f) { if (fact_) fact_(f); }

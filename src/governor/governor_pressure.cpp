@@ -77,17 +77,10 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   }
   if (GovJob* t = outgrown_room(view, now);
       t && unfrozen_running() >= 2 && now - last_freeze_t_ >= cfg_.pressure.freeze_cooldown_s) {
-    t->state = JobState::frozen;
-    tell(JobFact::of(JobFact::Kind::frozen, t->id, now));
-    last_freeze_t_ = now;
-    freeze_level_ = used;
-    low_since_ = -1;
-    count(Counter::frozen);
-    event(now, EventKind::freeze, t->id,
-          fmt::format("it grew to {}, the edge of the {} left beside the other jobs' reservations",
-                      format_bytes(t->run.current), format_bytes(std::max<Bytes>(0, room_beside(*t, view, now)))));
-    out.freeze.push_back(t->id);
-    return;
+    return freeze(*t, now, used,
+                  fmt::format("it grew to {}, the edge of the {} left beside the other jobs' reservations",
+                              format_bytes(t->run.current), format_bytes(std::max<Bytes>(0, room_beside(*t, view, now)))),
+                  out);
   }
   bool over = used >= scale(limit, cfg_.pressure.freeze_frac);
   // Freezing stops growth; it gives nothing back. With a job frozen
@@ -99,20 +92,23 @@ void Governor::relieve_pressure(const MemoryView& view, double now, Decisions& o
   if (over && !thrashing_ && frozen > 0 && used <= freeze_level_ + scale(limit, kFreezeRegrowth)) over = false;
   double cooldown = over ? cfg_.pressure.freeze_cooldown_s : cfg_.pressure.psi_freeze_cooldown_s;
   if ((over || thrashing_) && unfrozen_running() >= 2 && now - last_freeze_t_ >= cooldown) {
-    GovJob* v = newest_to_freeze();
-    v->state = JobState::frozen;
-    tell(JobFact::of(JobFact::Kind::frozen, v->id, now));
-    last_freeze_t_ = now;
-    freeze_level_ = used;
-    low_since_ = -1;
-    count(Counter::frozen);
-    event(now, EventKind::freeze, v->id,
-          thrashing_ ? std::string("memory is thrashing")
-                     : fmt::format("build uses {} of {}", format_bytes(used), format_bytes(limit)));
-    out.freeze.push_back(v->id);
-    return;
+    return freeze(*newest_to_freeze(), now, used,
+                  thrashing_ ? std::string("memory is thrashing")
+                             : fmt::format("build uses {} of {}", format_bytes(used), format_bytes(limit)),
+                  out);
   }
   try_thaw(view, now, out);
+}
+
+void Governor::freeze(GovJob& v, double now, Bytes used, std::string reason, Decisions& out) {
+  v.state = JobState::frozen;
+  tell(JobFact::of(JobFact::Kind::frozen, v.id, now));
+  last_freeze_t_ = now;
+  freeze_level_ = used;
+  low_since_ = -1;
+  count(Counter::frozen);
+  event(now, EventKind::freeze, v.id, std::move(reason));
+  out.freeze.push_back(v.id);
 }
 
 Bytes Governor::room_beside(const GovJob& j, const MemoryView& view, double now) const {
