@@ -189,6 +189,11 @@ struct Prediction {
   // of `peak`; empty: the step peak_over_frac/after_peak make
   // (predict/envelope.hpp envelope_for). Admission reads only this.
   Envelope envelope;
+  // A guess with no shape and no time (the default): the most its kind's
+  // profiles used once their memory had first halved from their peaks, as
+  // a share of those peaks (Envelope::fall_x); 0 = unknown. What such a
+  // job holds once its own memory has halved (Governor::reservation).
+  double fallen_share = 0;
 };
 
 // One identity's learned figures, as `history export` writes them and

@@ -61,7 +61,7 @@ struct GovJob {
                                // predicted peak, first fell below half its peak
     bool peak_told = false;    // on_past_peak was told of this attempt
     // Started on a guess that did not fit, in the room the running jobs
-    // left beside their falls (Governor::room_start): frozen if it
+    // left beside their falls (Governor::room_start_open): frozen if it
     // outgrows that room, until it is past its own peak.
     bool in_room = false;
   } run;

@@ -21,13 +21,13 @@ constexpr double kAfterPeakMargin = 1.1;
 // With a job frozen, how far (a fraction of the limit) the build's memory
 // must grow past where the last freeze left it before another is frozen.
 constexpr double kFreezeRegrowth = 0.01;
-// Least release past a job's peak worth tracking: reading the job's CPU
-// time at every sample, and scheduling its steps in packing's estimate.
-// A room start (Governor::room_start): the least share of its guess the
-// room must hold, and how close (a fraction of the limit) the job may come
-// to the room's edge before it is frozen.
+// A room start (Governor::room_start_open): the least share of its guess
+// the room must hold, and how close (a fraction of the limit) the job may
+// come to the room's edge before it is frozen.
 constexpr double kRoomShare = 0.5;
 constexpr double kRoomSlack = 0.03;
+// Least release past a job's peak worth tracking: reading the job's CPU
+// time at every sample, and scheduling its steps in packing's estimate.
 constexpr Bytes kReleaseWorthTracking = 64 * MiB;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 

@@ -90,11 +90,18 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   // halved from its peak, the envelope holds, scaled to that peak. A cold
   // flash-attn build's backward kernels outgrew their guesses and held
   // 1.2 times their peaks to their ends, each running alone. A job with
-  // no envelope (a default) keeps the hold.
+  // neither envelope nor clock (a default) keeps the hold, unless its
+  // klass's profiles say what such a job uses once its memory has halved
+  // (Prediction::fallen_share): then, while its memory stays halved, that
+  // share of its peak. Should it climb again, the hold is back at once, and
+  // the job started beside it is frozen, as any job is that memory runs
+  // short for.
   Bytes shown = 0, hold = 0;
+  bool outgrown = false;
   if (j.run.attempt_peak > pred) {
     shown = j.run.attempt_peak;
     hold = std::max(j.run.current, scale(shown, kOvershootGrowth));
+    outgrown = true;
   } else if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && j.run.attempt_peak > 0 &&
              j.run.current < scale(j.run.attempt_peak, 0.5) && j.run.attempt_peak < scale(pred, 0.5)) {
     shown = j.run.attempt_peak;
@@ -105,6 +112,8 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
       const double f = envelope_at(p, envelope_x(j, x));
       if (f < 1.0) return std::max(j.run.current, std::min(hold, scale(shown, f * kAfterPeakMargin)));
     }
+    if (outgrown && x < 0 && p.fallen_share > 0 && elapsed >= cfg_.live.min_s && j.run.current < scale(shown, 0.5))
+      return std::max(j.run.current, std::min(hold, scale(shown, p.fallen_share * kAfterPeakMargin)));
     return hold;
   }
   // The envelope: what the job still uses from its progress on. It

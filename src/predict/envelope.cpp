@@ -150,6 +150,13 @@ double envelope_at(const Envelope& e, double x) {
   return e.at[i];
 }
 
+double envelope_after_fall(const Envelope& e) {
+  if (e.at.size() < 2 || e.fall_x < 0) return -1;
+  const auto last = e.at.size() - 1;
+  const auto i = std::min(last, static_cast<std::size_t>(std::ceil(e.fall_x * static_cast<double>(last) - 1e-9)));
+  return e.at[i];
+}
+
 Envelope envelope_for(const Prediction& p) {
   if (!p.envelope.empty()) return p.envelope;
   if (p.peak <= 0) return {};

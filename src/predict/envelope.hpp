@@ -77,6 +77,11 @@ double envelope_peak_end(const Prediction& p);
 // past its peak then depends on its progress. Does not copy it.
 bool envelope_declines(const Prediction& p);
 
+// The most the job still used once its memory had first halved from its
+// peak: E at the first point at or after its fall (Envelope::fall_x).
+// -1 when the envelope has no fall.
+double envelope_after_fall(const Envelope& e);
+
 // What the prediction's envelope gives back by the job's end, in bytes:
 // the peak less its last point (0 when it does not decline).
 Bytes envelope_gives_back(const Prediction& p);

@@ -128,6 +128,10 @@ void Predictor::add_profile(const JobProfile& p) {
   // own need (a flash_bwd kernel's prior predicts other flash_bwd
   // kernels), not what every job of its klass needs.
   const double pof = std::clamp(p.peak_over_frac, 0.0, 1.0);
+  if (const double f = envelope_after_fall(p.envelope); f > 0) {
+    double& share = fallen_share_[p.key.klass];
+    share = std::max(share, f);
+  }
   index(p.key,
         StemEntry{static_cast<double>(p.peak) / w, p.wall_s, p.cpu_s, pof, static_cast<double>(p.after_peak) / w, false,
                   /*profile=*/true, entry_envelope(p.envelope, pof, p.after_peak, p.peak)},
@@ -362,8 +366,20 @@ Prediction Predictor::guess(const JobKey& key, bool* elsewhere, Bytes* floor_out
     }
     return *p;
   }
-  // 4, 5: similar stems, class statistics; 6: the default.
-  Prediction p = from_groups(key, elsewhere).value_or(default_prediction(key));
+  // 4, 5: similar stems, class statistics; 6: the default, which knows
+  // nothing of its job's time or shape, only, where profiles of its klass
+  // (same tool, same archs: the shipped flash-attn prior's sm_80 kernels)
+  // say it, how much of its peak such a job uses once its memory has
+  // halved: 0.26-0.63 for those kernels, their ptxas and host-side tails
+  // (a backward kernel that outgrew nvcc's 4 GiB default held 1.2 times
+  // its 5.9 GiB peak to its end, and ran alone for the 70% of its life it
+  // spent at under 2.6 GiB). Only the klass: a job of more archs may climb
+  // again for the next, and a klass no profile has keeps its hold.
+  std::optional<Prediction> grouped = from_groups(key, elsewhere);
+  Prediction p = grouped.value_or(default_prediction(key));
+  if (!grouped) {
+    if (auto it = fallen_share_.find(key.klass); it != fallen_share_.end()) p.fallen_share = it->second;
+  }
   p.peak = std::max(p.peak, floor);
   return p;
 }

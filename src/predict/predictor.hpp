@@ -188,6 +188,9 @@ class Predictor {
   std::unordered_map<std::string, std::unique_ptr<StemTrie>> by_family_;
   std::unordered_map<std::string, Calibration> calibration_;  // by klass family
   std::unordered_map<std::string, std::vector<double>> size_ratios_;  // by klass: peak per weight / tu_bytes
+  // By klass: the highest envelope_after_fall of its profiles that fall,
+  // a default's fallen_share (Prediction).
+  std::unordered_map<std::string, double> fallen_share_;
 };
 
 }  // namespace memgate

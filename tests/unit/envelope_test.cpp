@@ -316,3 +316,17 @@ TEST(Envelope, ReadOnAPredictionAsOnTheEnvelopeItMakes) {
       EXPECT_DOUBLE_EQ(envelope_at(p, x), envelope_at(envelope_for(p), x)) << x;
     }
 }
+
+// What a job used once its memory had first halved: read at the first
+// point at or after the fall, not the last before it (still the peak).
+TEST(Envelope, AfterItsFall) {
+  // x = 0, 0.25, ..., 1: the fall at 0.3 lies between the peak's point and
+  // 0.5's; a bump to 0.45 after it counts.
+  Envelope e = sanitized_envelope({1, 1, 0.45, 0.2, 0.1}, 0.3);
+  EXPECT_DOUBLE_EQ(envelope_after_fall(e), 0.45);
+  e.fall_x = 0.5;  // on a point
+  EXPECT_DOUBLE_EQ(envelope_after_fall(e), 0.45);
+  e.fall_x = -1;
+  EXPECT_DOUBLE_EQ(envelope_after_fall(e), -1) << "no fall known";
+  EXPECT_DOUBLE_EQ(envelope_after_fall(Envelope{}), -1);
+}

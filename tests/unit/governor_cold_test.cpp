@@ -338,3 +338,49 @@ TEST(RoomStart, AFrozenRoomStartStaysFrozenWhileItsRoomIsFull) {
   f.g().exited(a, ExitKind::finished, 0, 13);
   EXPECT_EQ(f.g().step(used(4600 * MiB), 13).thaw, std::vector<JobId>{b});
 }
+
+// A default knows neither its job's time nor its shape: once outgrown it
+// holds 1.2 x its peak to its end. Where its klass's profiles say what
+// such a job uses once its memory has halved (Prediction::fallen_share),
+// it holds that share of its peak while its memory stays halved, and the
+// hold is back the moment it climbs again.
+TEST(DefaultPastItsPeak, HoldsItsKlasssFallenShareWhileItsMemoryStaysHalved) {
+  for (const double share : {0.0, 0.4}) {
+    Fixture f(8 * GiB);
+    const std::string nvcc = "nvcc:compile[sm_80]";
+    Prediction guess;  // the 4 GiB default, and what its klass's profiles say
+    guess.peak = 4 * GiB;
+    guess.fallen_share = share;
+    f.preds["a"] = guess;
+    JobKey ka;
+    ka.identity = "a";
+    ka.klass = nvcc;
+    JobId a = f.g().submit(ka, 0);
+    Prediction small;  // a measured 3 GiB job waits behind it
+    small.peak = 3 * GiB;
+    small.source = PredictionSource::history;
+    small.confidence = 1;
+    f.preds["b"] = small;
+    f.preds["c"] = small;
+    JobKey kb, kc;
+    kb.identity = "b";
+    kc.identity = "c";
+    ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+    JobId b = f.g().submit(kb, 0.1);
+    JobId c = f.g().submit(kc, 0.1);
+    f.g().sample(a, 6 * GiB, 6 * GiB, 3);  // outgrew its 4 GiB default
+    EXPECT_TRUE(f.g().step(used(6 * GiB), 3).admit.empty()) << share;
+    f.g().sample(a, 2 * GiB, 6 * GiB, 5);  // halved: 6 x 0.4 x 1.1 = 2.64 GiB held, else 7.2
+    const Decisions d = f.g().step(used(2 * GiB), 5);
+    if (share == 0) {
+      EXPECT_TRUE(d.admit.empty()) << "no profile says what it does next: it holds 1.2 x its peak";
+      continue;
+    }
+    ASSERT_EQ(d.admit, std::vector<JobId>{b});  // 8 - 2.64 - 3 leaves too little for c
+    f.g().sample(a, 3200 * MiB, 6 * GiB, 6);  // a climbs again past half: back to its hold
+    f.g().exited(b, ExitKind::finished, 0, 6);
+    EXPECT_TRUE(f.g().step(used(3200 * MiB), 6).admit.empty()) << "halved once is not halved for good";
+    f.g().sample(a, 2 * GiB, 6 * GiB, 8);
+    EXPECT_EQ(f.g().step(used(2 * GiB), 8).admit, std::vector<JobId>{c});
+  }
+}

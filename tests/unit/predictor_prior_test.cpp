@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "predict/envelope.hpp"
 #include "predict/profile.hpp"
 #include "predictor_fixture.hpp"
 
@@ -58,6 +59,28 @@ TEST(Predictor, APriorPredictsLikeStemsOnly) {
   Prediction other = p.predict(key_for("my_kernel"));
   EXPECT_EQ(other.source, PredictionSource::fallback);
   EXPECT_EQ(other.peak, default_prediction(key_for("my_kernel")).peak);
+}
+
+// A job nothing like it has been seen for gets the default, and with it,
+// from the profiles of its klass (same tool, same archs), the most they
+// used once their memory had halved: what it holds once its own has.
+TEST(Predictor, ADefaultCarriesItsKlasssShareAfterTheFall) {
+  Predictor p;
+  auto with_fall = [](const JobKey& k, std::vector<double> at, double fall) {
+    JobProfile pr = profile_of(k, 6000 * MB, PredictionSource::prior);
+    pr.envelope = sanitized_envelope(at, fall);
+    return pr;
+  };
+  p.add_profile(with_fall(key_for("flash_bwd_hdim128_fp16_sm80"), {1, 1, 0.4, 0.3, 0.1}, 0.3));
+  p.add_profile(with_fall(key_for("flash_fwd_split_hdim128_fp16_sm80"), {1, 0.6, 0.5, 0.3, 0.1}, 0.2));
+  p.add_profile(with_fall(key_for("flash_fwd_hdim64_fp16_sm80", "nvcc:compile[sm_90]"), {1, 0.9, 0.9, 0.9, 0.9}, 0.2));
+  Prediction unseen = p.predict(key_for("attn_bwd_hdim128_fp16_sm80"));
+  EXPECT_EQ(unseen.source, PredictionSource::fallback);
+  EXPECT_DOUBLE_EQ(unseen.fallen_share, 0.6) << "the highest of its klass's, not sm_90's";
+  EXPECT_DOUBLE_EQ(p.predict(key_for("attn_bwd", "nvcc:compile[sm_80,sm_90]")).fallen_share, 0)
+      << "a job of more archs may climb again for the next";
+  EXPECT_DOUBLE_EQ(p.predict(key_for("flash_bwd_hdim96_fp16_sm80")).fallen_share, 0)
+      << "a guess from similar stems has their curve, and their time";
 }
 
 // A prior names jobs like these; a run of this build measured one. The bench's
