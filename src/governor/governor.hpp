@@ -325,7 +325,8 @@ class Governor {
   // slots it claims, or its wall time if shorter, over kTimedSlack.
   static double climb_s(const GovJob& j);
   // A room start (Counter::room_starts): the head of the queue, a weak
-  // guess that does not fit, starts anyway when every running job is past
+  // guess that does not fit (or, behind a head that is no guess and does
+  // not fit, the first weak guess), starts anyway when every running job is past
   // its peak (its memory halved from it) and what they leave holds at
   // least kRoomShare of the guess. A guess from other jobs is often high
   // (a cold flash-attn build guessed its forward kernels at the backward

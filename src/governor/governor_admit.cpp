@@ -73,6 +73,9 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
   std::optional<Shadow> timed_on;  // the running jobs' falls, built when first needed after a start
   int timed_tries = kTimedTries;
   bool blocked_before = false;  // a job ahead in the queue could not start this step
+  // The room start's turn behind a head that could not start: taken by the
+  // first guess behind a head that is no guess (see below).
+  bool room_behind = false;
   for (size_t i = 0; i < queue.size(); ++i) {
     GovJob* j = queue[i];
     // Every slot taken (and no token for a job of the build's client):
@@ -113,18 +116,30 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       if (!timed_on) timed_on = timeline(*j, need, left - starve_reserve, free_slots, now);
       fits_mem = timed = timed_on->climbs_in_time(j->pred.envelope.rise, need, climb_s(*j));
     }
+    // A room start: the head, when it is a guess. When the head is no guess
+    // (this build's own siblings measured it) and does not fit, the room
+    // would only freeze it at the room's edge; the turn goes to the first
+    // guess behind it, a job whose kind nothing here has measured, and
+    // what it shows is what the rest of its kind are admitted on. A cold
+    // flash-attn build ran its backward kernels, measured, one after the
+    // other, each alone while it climbed, and guessed its forward kernels
+    // at the backward kernels' 6.4 GiB until the first of them ended,
+    // 200 s in (flash-real, full, cold); a 4.5 GiB forward kernel fits in
+    // a backward kernel's tail.
     bool room = false;
-    if (fits_cpu && !fits_mem && !pressure && !shadow && starve_reserve == 0 && !blocked_before &&
-        weak_guess(j->pred) && j->attempts == 0 && need > 0 && left >= scale(need, kRoomShare) &&
-        room_start_open(now))
-      fits_mem = room = true;
+    const bool room_turn = !blocked_before || room_behind;
+    if (fits_cpu && !fits_mem && !pressure && room_turn && starve_reserve == 0 && weak_guess(j->pred) &&
+        j->attempts == 0 && need > 0) {
+      room_behind = false;
+      if (left >= scale(need, kRoomShare) && room_start_open(now)) fits_mem = room = true;
+    }
     // Packing: a job that would delay the reserved one waits as if it did
     // not fit (for what the reserved one waits for). A timed start is
     // weighed by the two jobs alone: it already counts on the running
     // jobs' falls, and the look-ahead, which places jobs by their whole
     // need, cannot see the climb it bets on (admitted on the look-ahead,
     // such starts were frozen in plan's simulator).
-    bool held = fits_cpu && fits_mem && shadow &&
+    bool held = fits_cpu && fits_mem && shadow && !room &&
                 !shadow->admits(*j, need, now, timed ? std::span<GovJob* const>{} : std::span<GovJob* const>(queue));
     if (held) fits_mem = false;
     j->queue.blocked_by_cpu = !fits_cpu || (held && shadow->by_cpu());
@@ -152,6 +167,7 @@ void Governor::admit_jobs(const MemoryView& view, double now, Decisions& out) {
       continue;
     }
     j->where.remote_slot = false;
+    if (!blocked_before) room_behind = !weak_guess(j->pred);
     blocked_before = true;
     if (j->queue.blocked_by_memory) ++mem_waiters_;
     else if (j->queue.blocked_by_cpu) ++cpu_waiters_;

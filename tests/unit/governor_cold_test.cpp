@@ -320,6 +320,30 @@ TEST(RoomStart, OneAtATimeAndOnlyForGuesses) {
   (void)known;
 }
 
+// Behind a head that is no guess (measured, and too big for the room),
+// the room goes to the first guess: a kind nothing has measured yet. Behind
+// a head that is a guess and did not get the room, to nobody.
+TEST(RoomStart, BehindAMeasuredHeadTheFirstGuessGetsTheRoom) {
+  for (const bool head_measured : {true, false}) {
+    Fixture f(8 * GiB);
+    JobId a = submit_measured(f, "a");
+    JobId b = head_measured ? f.submit("b", 6 * GiB, 5) : submit_cold(f, "b", "nvcc:compile[sm_90]", 10 * GiB);
+    JobId c = submit_cold(f, "c", "nvcc:compile[sm_86]", 5 * GiB);
+    JobId d = submit_cold(f, "d", "nvcc:compile[sm_86]", 5 * GiB);
+    ASSERT_EQ(f.g().step(used(0), 0).admit, std::vector<JobId>{a});
+    past_peak(f, a);  // holds 3.3 GiB: 4.7 GiB left
+    const Decisions dec = f.g().step(used(2 * GiB), 5);
+    if (!head_measured) {
+      EXPECT_TRUE(dec.admit.empty()) << "a 10 GiB guess gets no room of 4.7, and nobody behind it does";
+      continue;
+    }
+    ASSERT_EQ(dec.admit, std::vector<JobId>{c}) << "one room start, the first guess behind the head";
+    EXPECT_TRUE(f.g().job(c).run.in_room);
+    EXPECT_EQ(f.g().job(b).state, JobState::waiting);
+    EXPECT_EQ(f.g().job(d).state, JobState::waiting);
+  }
+}
+
 // Frozen at its room's edge, a room start is not thawed while the room is
 // what it was, even where the build's memory is low enough to thaw a job
 // like any other (it would be frozen again at once); it is once the room
