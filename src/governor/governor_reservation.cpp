@@ -75,7 +75,6 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
   if (j.state == JobState::killing) return j.run.current;
   Bytes pred = std::max(j.pred.peak, j.peak_floor);
   const Prediction& p = j.pred;
-  double elapsed = now - j.run.start_t;
   bool falling = j.run.current < scale(j.run.attempt_peak, 0.9);
   bool by_cpu = false;
   const double x = progress(j, now, &by_cpu);
@@ -102,8 +101,7 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
     shown = j.run.attempt_peak;
     hold = std::max(j.run.current, scale(shown, kOvershootGrowth));
     outgrown = true;
-  } else if (weak_guess(p) && j.peak_floor == 0 && elapsed >= cfg_.live.min_s && j.run.attempt_peak > 0 &&
-             j.run.current < scale(j.run.attempt_peak, 0.5) && j.run.attempt_peak < scale(pred, 0.5)) {
+  } else if (weak_guess(p) && j.peak_floor == 0 && past_own_peak(j, now) && j.run.attempt_peak < scale(pred, 0.5)) {
     shown = j.run.attempt_peak;
     hold = std::max(j.run.current, scale(shown, cfg_.live.margin_rising));
   }
@@ -112,7 +110,7 @@ Bytes Governor::reservation(const GovJob& j, double now) const {
       const double f = envelope_at(p, envelope_x(j, x));
       if (f < 1.0) return std::max(j.run.current, std::min(hold, scale(shown, f * kAfterPeakMargin)));
     }
-    if (outgrown && x < 0 && p.fallen_share > 0 && elapsed >= cfg_.live.min_s && j.run.current < scale(shown, 0.5))
+    if (outgrown && x < 0 && p.fallen_share > 0 && past_own_peak(j, now))
       return std::max(j.run.current, std::min(hold, scale(shown, p.fallen_share * kAfterPeakMargin)));
     return hold;
   }

@@ -121,7 +121,9 @@ class Predictor {
   // A profile from elsewhere: imported into history (origin imported) or
   // a prior file for this run (origin prior). It answers for its identity
   // when the identity has no own complete run, and joins the similarity
-  // groups of its stem (never the klass-wide or family-wide estimate). A later profile of one identity replaces an
+  // groups of its stem (never the klass-wide or family-wide estimate),
+  // and what it used after its fall joins its klass's share for a default
+  // (Prediction::fallen_share). A later profile of one identity replaces an
   // earlier one.
   void add_profile(const JobProfile& profile);
   // A job of the current build finished: predictions change from now on.
